@@ -1,0 +1,42 @@
+"""The one exception hierarchy of softhard.
+
+Every error the tool raises on bad input derives from :class:`SofthardError`; its message says
+what was wrong and where (file, line:column, field, node, parameter).  The CLI prints the message
+on one line and exits with status 2.  (ARCHITECTURE.md, "Conventions".)
+"""
+
+from __future__ import annotations
+
+
+class SofthardError(Exception):
+    """Root of all errors softhard raises deliberately."""
+
+
+class FormulaSyntaxError(SofthardError):
+    """A formula or ``.ltl`` file does not parse.  Message gives ``source:line:col``."""
+
+    def __init__(self, message: str, *, source: str = "<formula>", line: int | None = None,
+                 column: int | None = None):
+        self.source, self.line, self.column = source, line, column
+        where = source if line is None else f"{source}:{line}:{column}"
+        super().__init__(f"{where}: {message}")
+
+
+class FormulaError(SofthardError):
+    """A formula parses but is not acceptable (e.g. a symbol outside the alphabet)."""
+
+
+class ParameterError(SofthardError):
+    """A numeric parameter is out of range or not a number (tau <= 0, NaN, eta not in (0, 1/2), n < 1)."""
+
+
+class ModelFormatError(SofthardError):
+    """A model file (JSON/NPZ) is malformed: missing array, wrong shape, NaN weight, unknown field."""
+
+
+class CertificateError(SofthardError):
+    """A certificate is malformed or was tampered with; the message names the field."""
+
+
+class SolverError(SofthardError):
+    """The solver stage cannot encode a claim soundly (e.g. a transcendental term reached Z3)."""
