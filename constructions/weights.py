@@ -1,0 +1,212 @@
+"""Turn a computation graph into an explicit NumPy transformer (THEORY §3, §4).
+
+Residual stream coordinates (labels): ``bos`` (1 at BOS only), ``one`` (1 at every real position,
+0 at BOS — it serves as the bias, so every node's coordinate is exactly 0 at BOS), ``pos``
+and ``rpos`` (the positional embedding), one coordinate per graph node, and for each selection
+a scratch coordinate ``raw:<node>`` holding the attention output before clean-up.
+
+Positional embedding:
+
+* regime ``"T"`` (bounded PE, temperature scaled with n): ``pos = j/n``, ``rpos = (n+1−j)/n``;
+* regime ``"U"`` (unbounded PE, one fixed temperature): ``pos = j``, ``rpos = n+1−j``;
+  both are 0 at BOS.
+
+Selection heads (one per ``select`` node; query i, key j, b = key bit, BOS = position 0):
+
+* regime T, past:   ``s_ij = b_j + β·pos_j + ½·bos_j``       (query vector ≡ 1)
+* regime T, future: ``s_ij = b_j + β·rpos_j + ½·bos_j``
+* regime U, past:   ``s_ij = pos_i·(b_j + bos_j) + pos_j``   (= j + i·b(j); BOS scores i)
+* regime U, future: ``s_ij = rpos_i·(b_j + bos_j) + rpos_j`` (the mirror image)
+
+The value is the node's ``v`` coordinate (0 at BOS: the default).  Each head writes ``raw:<node>``;
+the next MLP applies ``round_η(x) = (ReLU(x−η) − ReLU(x−1+η))/(1−2η)`` into the node's coordinate.
+Boolean gates are exact one-hidden-layer ReLU MLPs on {0,1} (THEORY §3).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import networkx as nx
+import numpy as np
+
+from .compile import select_nodes
+from .errors import ParameterError
+from .model import MLP, Block, Head, Transformer
+
+REGIMES = ("T", "U")
+DEFAULT_BETA = Fraction(1, 4)
+DEFAULT_ETA = Fraction(1, 4)
+
+
+def check_regime(regime: str) -> str:
+    """Return ``regime`` ("T" or "U"); raise :class:`ParameterError` otherwise."""
+    if regime not in REGIMES:
+        raise ParameterError(f"regime must be 'T' (bounded PE, tau(n)) or 'U' (unbounded PE, fixed tau), got {regime!r}")
+    return regime
+
+
+def check_beta(beta) -> Fraction:
+    """β as a Fraction in (0, 1/4]; raise :class:`ParameterError` otherwise (THEORY §4)."""
+    b = to_fraction(beta, "beta")
+    if not (0 < b <= Fraction(1, 4)):
+        raise ParameterError(f"beta must satisfy 0 < beta <= 1/4 (THEORY §4), got {b}")
+    return b
+
+
+def check_eta(eta) -> Fraction:
+    """η as a Fraction in (0, 1/2); raise :class:`ParameterError` otherwise (THEORY §3)."""
+    e = to_fraction(eta, "eta")
+    if not (0 < e < Fraction(1, 2)):
+        raise ParameterError(f"eta must satisfy 0 < eta < 1/2 (THEORY §3), got {e}")
+    return e
+
+
+def to_fraction(x, what: str = "value") -> Fraction:
+    """Parse ``x`` (int, Fraction, or a string like ``"1/4"``, ``"0.25"``, ``"1e-3"``) exactly.
+
+    Floats are accepted only through their decimal string (``0.1`` means 1/10), never their binary
+    value.  Raises :class:`ParameterError` for NaN, infinities and unparsable text, naming ``what``.
+    """
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, bool):
+        raise ParameterError(f"{what}: expected a number, got {x!r}")
+    if isinstance(x, int):
+        return Fraction(x)
+    if isinstance(x, float):
+        if not np.isfinite(x):
+            raise ParameterError(f"{what} must be a finite number, got {x!r}")
+        x = repr(x)
+    if hasattr(x, "p") and hasattr(x, "q"):  # sympy Rational
+        return Fraction(int(x.p), int(x.q))
+    s = str(x).strip()
+    try:
+        v = Fraction(s)
+    except (ValueError, ZeroDivisionError):
+        raise ParameterError(f"{what}: {s!r} is not a finite number (use e.g. 1/4, 0.25 or 2e-3)") from None
+    return v
+
+
+def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAULT_ETA) -> Transformer:
+    """Explicit transformer for the computation graph ``g`` (see module docstring).
+
+    ``regime``: "T" (PE j/n, temperature τ(n)) or "U" (PE j, fixed τ); ``beta`` (regime T tie-break
+    weight, 0 < β ≤ 1/4) and ``eta`` (clean-up margin, 0 < η < 1/2) as exact numbers.
+
+    Returns a :class:`Transformer` whose ``d = 4 + |nodes| + |selections|``; ``outputs`` is the root
+    node's coordinate; ``meta`` records regime, β, η and the graph.
+    Raises :class:`ParameterError` on bad parameters.  Implements THEORY §3–§4.
+    """
+    check_regime(regime)
+    beta = check_beta(beta)
+    eta = check_eta(eta)
+    nodes = list(nx.topological_sort(g))
+    sels = select_nodes(g)
+    labels = ["bos", "one", "pos", "rpos"] + nodes + [f"raw:{v}" for v in sels]
+    ix = {lab: k for k, lab in enumerate(labels)}
+    d = len(labels)
+    alphabet = tuple(g.graph["alphabet"])
+
+    # token embedding: row 0 BOS
+    E = np.zeros((len(alphabet) + 1, d))
+    E[0, ix["bos"]] = 1.0
+    for t, s in enumerate(alphabet):
+        row = E[t + 1]
+        row[ix["one"]] = 1.0
+        for v in nodes:
+            a = g.nodes[v]
+            if a["op"] == "atom" and a["symbol"] == s:
+                row[ix[v]] = 1.0
+            elif a["op"] == "const" and a["value"] == 1:
+                row[ix[v]] = 1.0
+
+    ipos, irpos = ix["pos"], ix["rpos"]
+    if regime == "T":
+        def positional(n: int, _d=d) -> np.ndarray:
+            P = np.zeros((n + 1, _d))
+            j = np.arange(1, n + 1, dtype=np.float64)
+            P[1:, ipos] = j / n
+            P[1:, irpos] = (n + 1 - j) / n
+            return P
+        pe_name = "pos=j/n, rpos=(n+1-j)/n"
+    else:
+        def positional(n: int, _d=d) -> np.ndarray:
+            P = np.zeros((n + 1, _d))
+            j = np.arange(1, n + 1, dtype=np.float64)
+            P[1:, ipos] = j
+            P[1:, irpos] = n + 1 - j
+            return P
+        pe_name = "pos=j, rpos=n+1-j"
+
+    L = g.graph["layers"]
+    blocks = [Block() for _ in range(L + 1)]
+    b_f = float(beta)
+    for v in sels:
+        a = g.nodes[v]
+        key, val = a["key"], a["value"]
+        p = ipos if a["direction"] == "past" else irpos
+        WV = np.zeros((d, 1)); WV[ix[val], 0] = 1.0
+        WO = np.zeros((1, d)); WO[0, ix[f"raw:{v}"]] = 1.0
+        if regime == "T":
+            WQ = np.zeros((d, 1)); WQ[ix["one"], 0] = 1.0
+            WK = np.zeros((d, 1)); WK[ix[key], 0] = 1.0; WK[p, 0] += b_f; WK[ix["bos"], 0] += 0.5
+        else:
+            WQ = np.zeros((d, 2)); WQ[p, 0] = 1.0; WQ[ix["one"], 1] = 1.0
+            WK = np.zeros((d, 2)); WK[ix[key], 0] = 1.0; WK[ix["bos"], 0] += 1.0; WK[p, 1] = 1.0
+        blocks[a["layer"]].heads.append(Head(name=v, W_Q=WQ, W_K=WK, W_V=WV, W_O=WO, mask=a["mask"],
+                                             rule=a["rule"], node=v))
+
+    # MLPs: per block, per step: clean-ups (step 1) and gates
+    e_f = float(eta)
+    one = ix["one"]
+    for layer in range(L + 1):
+        steps = sorted({g.nodes[v]["step"] for v in nodes if g.nodes[v]["layer"] == layer and g.nodes[v]["kind"] == "ffn"}
+                       | ({1} if any(g.nodes[v]["layer"] == layer for v in sels) else set()))
+        for st in steps:
+            units: list[tuple[dict[int, float], int, float]] = []  # (input weights, output coord, out weight)
+            names = []
+            if st == 1:
+                for v in sels:
+                    if g.nodes[v]["layer"] != layer:
+                        continue
+                    r, o = ix[f"raw:{v}"], ix[v]
+                    c = 1.0 / (1.0 - 2.0 * e_f)
+                    units.append(({r: 1.0, one: -e_f}, o, c))
+                    units.append(({r: 1.0, one: -(1.0 - e_f)}, o, -c))
+                    names.append(v)
+            for v in nodes:
+                a = g.nodes[v]
+                if a["kind"] != "ffn" or a["layer"] != layer or a["step"] != st:
+                    continue
+                ins = {d_["role"]: ix[u] for u, _, d_ in g.in_edges(v, data=True)}
+                o = ix[v]
+                if a["op"] == "not":
+                    units.append(({one: 1.0, ins["arg"]: -1.0}, o, 1.0))
+                elif a["op"] == "and":
+                    units.append(({ins["left"]: 1.0, ins["right"]: 1.0, one: -1.0}, o, 1.0))
+                elif a["op"] == "or":
+                    units.append(({ins["left"]: 1.0}, o, 1.0))
+                    units.append(({ins["right"]: 1.0}, o, 1.0))
+                    units.append(({ins["left"]: 1.0, ins["right"]: 1.0, one: -1.0}, o, -1.0))
+                elif a["op"] == "implies":
+                    units.append(({one: 1.0}, o, 1.0))
+                    units.append(({ins["left"]: 1.0, ins["right"]: -1.0}, o, -1.0))
+                else:  # pragma: no cover - compile only emits the ops above
+                    raise ParameterError(f"node {v}: unknown gate {a['op']!r}")
+                names.append(v)
+            h = len(units)
+            W1 = np.zeros((d, h)); W2 = np.zeros((h, d))
+            for k, (win, o, wout) in enumerate(units):
+                for i_, w in win.items():
+                    W1[i_, k] += w
+                W2[k, o] = wout
+            blocks[layer].mlps.append(MLP(name=f"block{layer}.mlp{st}", W1=W1, b1=np.zeros(h), W2=W2,
+                                          b2=np.zeros(d), nodes=tuple(names)))
+
+    model = Transformer(alphabet=alphabet, token_embedding=E, positional=positional, blocks=blocks,
+                        labels=labels, outputs=[g.graph["root"]], positional_name=pe_name,
+                        bounded=(regime == "T"),
+                        meta={"regime": regime, "beta": beta, "eta": eta, "graph": g})
+    model.validate()
+    return model
