@@ -1,0 +1,130 @@
+"""Per-node bounds of a computation graph, their numeric evaluation, and required temperatures.
+
+``derive(g, regime)`` returns one :class:`NodeBound` per attention node of the graph produced by
+:func:`softhard.constructions.compile.compile_formula`.  The composed claim for a logic is the
+conjunction "every node's leak ≤ η": then every clean-up ``round_η`` is exact and the soft
+transformer's output equals the hard one (THEORY §3).
+
+Numbers: the symbolic expressions are exact; :func:`evaluate` uses mpmath at 50 significant
+digits (``mp.dps``) and is for reporting and numeric comparison only, never for proofs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+import mpmath
+import networkx as nx
+import sympy as sp
+
+from . import selection as S
+from .selection import SelectionBound, beta, eta, n, tau
+
+DPS = 50
+
+
+@dataclass
+class NodeBound:
+    """Bound of one attention node: the node's id, operator, layer and its :class:`SelectionBound`."""
+
+    node: str
+    operator: str
+    layer: int
+    formula: str
+    bound: SelectionBound
+
+    @property
+    def leak(self) -> sp.Expr:
+        return self.bound.leak
+
+
+def derive(g: nx.DiGraph, regime: str) -> dict[str, NodeBound]:
+    """Per attention node of ``g``: its tight leak bound and closed forms (THEORY §4).
+
+    Returns ``{node id: NodeBound}`` in topological order.  Raises ``ValueError`` for an unknown
+    regime or a node kind without a bound.
+    """
+    out: dict[str, NodeBound] = {}
+    for v in nx.topological_sort(g):
+        a = g.nodes[v]
+        if a["kind"] != "attn":
+            continue
+        if a["op"] != "select":
+            raise ValueError(f"node {v!r}: no bound for attention op {a['op']!r}")
+        out[v] = NodeBound(node=v, operator=a["operator"], layer=a["layer"], formula=a["formula"],
+                           bound=S.selection_bound(regime, key_const=bool(a.get("key_const"))))
+    return out
+
+
+def substitute(expr: sp.Expr, *, beta_value=None, eta_value=None, tau_value=None) -> sp.Expr:
+    """Substitute exact parameter values (Fractions/ints/strings) into ``expr``."""
+    subs = {}
+    for sym, val in ((beta, beta_value), (eta, eta_value), (tau, tau_value)):
+        if val is not None:
+            f = Fraction(val)
+            subs[sym] = sp.Rational(f.numerator, f.denominator)
+    return expr.subs(subs)
+
+
+@lru_cache(maxsize=256)
+def _lambdified(expr: sp.Expr):
+    return sp.lambdify([n, tau, beta, eta], expr, modules="mpmath")
+
+
+def evaluate(expr: sp.Expr, *, n_value, tau_value=None, inv_tau=None, beta_value=Fraction(1, 4),
+             eta_value=Fraction(1, 4)) -> mpmath.mpf:
+    """High-precision value of ``expr`` (mpmath, :data:`DPS` digits) at the given parameters.
+
+    Give ``tau_value`` or ``inv_tau`` (numbers or Fractions).  For reporting and numeric
+    comparison only; proofs go through :mod:`softhard.solver`.
+    """
+    with mpmath.workdps(DPS):
+        if inv_tau is not None:
+            t = 1 / _mpf(inv_tau)
+        else:
+            t = _mpf(tau_value)
+        return _lambdified(expr)(_mpf(n_value), t, _mpf(beta_value), _mpf(eta_value))
+
+
+def _mpf(x) -> mpmath.mpf:
+    if isinstance(x, Fraction):
+        return mpmath.mpf(x.numerator) / x.denominator
+    if isinstance(x, sp.Rational):
+        return mpmath.mpf(int(x.p)) / int(x.q)
+    return mpmath.mpf(x)
+
+
+def required_inv_tau(expr: sp.Expr, *, n_value, eta_value=Fraction(1, 4), beta_value=Fraction(1, 4),
+                     rel_tol=1e-12) -> mpmath.mpf:
+    """Smallest ``1/τ`` with ``expr(n, τ) ≤ η`` (``expr`` decreasing in 1/τ), by bisection in mpmath.
+
+    Numeric (not a proof): the certified value comes from :mod:`softhard.solver`.  Returns 0 when
+    the bound is ≤ η for every τ (e.g. n = 1).
+    """
+    target = _mpf(eta_value)
+
+    def f(x):
+        return evaluate(expr, n_value=n_value, inv_tau=x, beta_value=beta_value, eta_value=eta_value)
+
+    with mpmath.workdps(DPS):
+        lo, hi = mpmath.mpf(0), mpmath.mpf(1)
+        while f(hi) > target:
+            lo, hi = hi, hi * 2
+            if hi > mpmath.mpf(10) ** 30:
+                raise ValueError("required inverse temperature exceeds 1e30")
+        if lo == 0 and f(mpmath.mpf(10) ** -30) <= target:
+            return mpmath.mpf(0)
+        while hi - lo > rel_tol * hi:
+            mid = (lo + hi) / 2
+            if f(mid) > target:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+
+def latex(expr: sp.Expr) -> str:
+    """LaTeX of a bound with the field's symbols (τ, β, η)."""
+    return sp.latex(expr, symbol_names={tau: r"\tau", beta: r"\beta", eta: r"\eta"})

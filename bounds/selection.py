@@ -1,0 +1,209 @@
+"""Symbolic leak bounds for soft selection heads (THEORY §2 gap lemma, §4 selections).
+
+All expressions are SymPy expressions in the symbols :data:`n` (word length, ≥ 1), :data:`tau`
+(temperature τ > 0), :data:`beta` (regime T tie-break weight, 0 < β ≤ 1/4) and :data:`eta`
+(clean-up margin, 0 < η < 1/2).  A *leak bound* ``δ(n, τ, β)`` bounds, for every input of length
+``n`` and every query row, the soft weight outside the hard argmax set; for Boolean values the
+attention output error is at most the leak (D = 1, THEORY §2).
+
+Regime T (score ``b_j + β·j/n``, BOS ``1/2``), with ``r = exp(−β/(nτ))`` and ``n ≥ 2``:
+
+* some ``b = 1`` in the mask ("case A"):
+  ``S_A = Σ_{k=1}^{n−2} r^k + exp(−(1/2 + β/n)/τ)``.  Proof: competitors before the chosen ``j*``
+  sit at distinct distances ``kβ/n`` (b=1) or ``1 + kβ/n`` (b=0), so slot ``k`` contributes
+  ``≤ r^k``; b=0 positions after ``j*`` sit at distance ``≥ 1 − β(n−2)/n > β(n−2)/n`` and so
+  contribute ``≤ r^{n−2}``, no more than the unused slots; BOS sits at ``1/2 + βj*/n``.
+  Attained up to the BOS term by ``b ≡ 1`` at the last query.
+* no ``b = 1`` ("case B", the default wins): ``S_B = exp(−1/(2τ))·Σ_{j=1}^{n−1} exp(βj/(nτ))``,
+  attained exactly by ``b ≡ 0``.
+* ``δ_T = t/(1+t)`` with ``t = max(S_A, S_B)`` (THEORY §2: ``δ = S/(a+S)``, ``a = 1``).
+* key ≡ 1 (``Y``, ``X``): case B never occurs, ``j* = i−1`` and the bound
+  ``Σ_{k=1}^{n−2} r^k + exp(−(1/2 + β(n−1)/n)/τ)`` is attained exactly by every word.
+
+Regime U (score ``j + i·b(j)``, BOS ``i``), with ``q = exp(−1/τ)``: every competitor sits at a
+distinct positive integer distance and at most ``n−1`` compete, so
+``δ_U = S/(1+S)``, ``S = Σ_{k=1}^{n−1} q^k = (q − q^n)/(1 − q)``, attained exactly by ``b ≡ 1``
+(and by ``b ≡ 0``) at the last query; ``δ_U < q`` for every ``n``.
+
+The generic gap lemma ``(m−1)e^{−γ/τ}/(1 + (m−1)e^{−γ/τ})`` with ``m = n`` attendable positions
+and gap ``γ = β/n`` (T) or ``1`` (U) is available for comparison: it costs a factor ``log n``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+n = sp.Symbol("n", positive=True)
+tau = sp.Symbol("tau", positive=True)
+beta = sp.Symbol("beta", positive=True)
+eta = sp.Symbol("eta", positive=True)
+HALF = sp.Rational(1, 2)
+#: splitting constant θ of the sufficient closed form for regime T (see :func:`inv_tau_star_T`)
+THETA = sp.Rational(1, 1000)
+
+
+def geometric(r: sp.Expr, lo: sp.Expr, hi: sp.Expr) -> sp.Expr:
+    """``Σ_{k=lo}^{hi} r^k`` in closed form ``(r^lo − r^{hi+1})/(1 − r)`` (valid for r ≠ 1, hi ≥ lo−1)."""
+    return (r**lo - r ** (hi + 1)) / (1 - r)
+
+
+def leak_T(key_const: bool = False) -> sp.Expr:
+    """Tight leak bound δ_T(n, τ, β) of a regime-T selection, valid for n ≥ 2 (module docstring).
+
+    ``key_const=True`` gives the exact worst case of a head whose key is ≡ 1 (Y, X).
+    Source: THEORY §4 "Regime T", summed as in §2 "Structured rows".
+    """
+    u = beta / (n * tau)
+    tail = sp.exp(-(n - 2) * u)
+    s_geo = sp.exp(-u) * (1 - tail) / (1 - sp.exp(-u))  # Σ_{k=1}^{n-2} r^k
+    if key_const:
+        S = s_geo + sp.exp(-(HALF + beta * (n - 1) / n) / tau)
+        return S / (1 + S)
+    S_A = s_geo + sp.exp(-(HALF + beta / n) / tau)
+    # Σ_{j=1}^{n-1} e^{j u} = e^{u} (e^{(n-1)u} − 1)/(e^{u} − 1)
+    S_B = sp.exp(-HALF / tau) * sp.exp(u) * (sp.exp((n - 1) * u) - 1) / (sp.exp(u) - 1)
+    t = sp.Max(S_A, S_B)
+    return t / (1 + t)
+
+
+def leak_U() -> sp.Expr:
+    """Tight leak bound δ_U(n, τ) of a regime-U selection: ``S/(1+S)``, ``S = (q − q^n)/(1 − q)``.
+
+    Exact worst case over inputs of length n (valid for n ≥ 1).  Source: THEORY §4 "Regime U".
+    """
+    q = sp.exp(-1 / tau)
+    S = q * (1 - sp.exp(-(n - 1) / tau)) / (1 - q)
+    return S / (1 + S)
+
+
+def leak_U_all_n() -> sp.Expr:
+    """``q = exp(−1/τ)``: supremum over n of :func:`leak_U` (THEORY §4: δ ≤ q, independent of n)."""
+    return sp.exp(-1 / tau)
+
+
+def gap_lemma(m: sp.Expr, gap: sp.Expr) -> sp.Expr:
+    """Generic gap-lemma leak bound ``(m−1)e^{−γ/τ} / (1 + (m−1)e^{−γ/τ})`` (THEORY §2, a = 1)."""
+    s = (m - 1) * sp.exp(-gap / tau)
+    return s / (1 + s)
+
+
+def generic_T() -> sp.Expr:
+    """Gap lemma for a regime-T selection: m = n attendable positions, gap γ = β/n."""
+    return gap_lemma(n, beta / n)
+
+
+def generic_U() -> sp.Expr:
+    """Gap lemma for a regime-U selection: m = n attendable positions, gap γ = 1."""
+    return gap_lemma(n, sp.Integer(1))
+
+
+def inv_tau_star_T() -> sp.Expr:
+    """Closed-form sufficient inverse temperature for regime T: δ_T(n, τ, β) ≤ η when 1/τ is at least
+
+    ``max( (n/β)·ln(1 + (1−η)/(η(1−θ))),  2·ln((1−η)/(θη)),  ln((n−1)(1−η)/η)/(1/2−β) )``
+
+    with θ = :data:`THETA`.  Proof: the first two make ``r/(1−r) ≤ (1−θ)η/(1−η)`` and
+    ``e^{−1/(2τ)} ≤ θη/(1−η)``, so ``S_A ≤ η/(1−η)``; the third makes
+    ``S_B ≤ (n−1)e^{−(1/2−β)/τ} ≤ η/(1−η)``.  Leading order ``(n/β)·ln(1/η)``: Θ(n).
+    Valid for n ≥ 2.
+    """
+    return sp.Max(
+        (n / beta) * sp.log(1 + (1 - eta) / (eta * (1 - THETA))),
+        2 * sp.log((1 - eta) / (THETA * eta)),
+        sp.log((n - 1) * (1 - eta) / eta) / (HALF - beta),
+    )
+
+
+def inv_tau_star_U() -> sp.Expr:
+    """Closed-form inverse temperature for regime U: ``ln(1/η)`` makes δ_U(n) < q ≤ η for every n."""
+    return sp.log(1 / eta)
+
+
+def inv_tau_star_generic(m: sp.Expr, gap: sp.Expr) -> sp.Expr:
+    """Gap lemma inverted: ``1/τ = ln((m−1)(1−η)/η)/γ`` makes the generic bound ≤ η (THEORY §2)."""
+    return sp.log((m - 1) * (1 - eta) / eta) / gap
+
+
+_CLASSES = [
+    (sp.Integer(1), "Θ(1)"),
+    (sp.log(n), "Θ(log n)"),
+    (n, "Θ(n)"),
+    (n * sp.log(n), "Θ(n log n)"),
+    (n**2, "Θ(n²)"),
+]
+
+
+def asymptotic_order(expr: sp.Expr, var: sp.Symbol = n) -> tuple[str, sp.Expr]:
+    """Order of growth of ``expr`` as ``var → ∞``: ``("Θ(n)", leading constant)``.
+
+    Handles ``Max`` by taking the fastest-growing argument.  Raises ``ValueError`` when none of
+    Θ(1), Θ(log n), Θ(n), Θ(n log n), Θ(n²) fits.  Uses SymPy's ``limit`` (Gruntz algorithm).
+    """
+    if isinstance(expr, sp.Max):
+        best = None
+        for a in expr.args:
+            try:
+                k, c = asymptotic_order(a, var)
+            except ValueError:
+                continue
+            rank = [lab for _, lab in _CLASSES].index(k)
+            if best is None or rank > best[0] or (rank == best[0] and bool(c > best[2])):
+                best = (rank, k, c)
+        if best is None:
+            raise ValueError(f"no growth class fits {expr}")
+        return best[1], best[2]
+    if not expr.has(var):
+        return "Θ(1)", expr
+    for cls, label in _CLASSES:
+        c = sp.limit(expr / cls, var, sp.oo)
+        if c.is_finite and c != 0:
+            return label, sp.nsimplify(c) if c.is_number else c
+    raise ValueError(f"no growth class fits {expr}")
+
+
+@dataclass
+class SelectionBound:
+    """The bounds of one selection node in one regime.
+
+    ``leak``: tight bound δ(n, τ, β); ``all_n``: an n-independent bound (regime U) or ``None``;
+    ``generic``: the gap lemma's bound for comparison; ``inv_tau_star``: closed-form sufficient
+    ``1/τ`` in (n, η, β); ``inv_tau_star_generic``: the same from the gap lemma; ``gap``: the
+    minimum score gap; ``n_min``: smallest n the expressions are valid for (smaller n have
+    leak 0: only BOS is attendable); ``attained_by``: the adversarial input family.
+    """
+
+    regime: str
+    key_const: bool
+    leak: sp.Expr
+    generic: sp.Expr
+    inv_tau_star: sp.Expr
+    inv_tau_star_generic: sp.Expr
+    gap: sp.Expr
+    all_n: sp.Expr | None
+    n_min: int
+    attained_by: str
+    source: str = "THEORY §2, §4"
+    params: dict = field(default_factory=dict)
+
+
+def selection_bound(regime: str, key_const: bool = False) -> SelectionBound:
+    """:class:`SelectionBound` for a selection head in regime ``"T"`` or ``"U"`` (THEORY §4).
+
+    Raises ``ValueError`` for an unknown regime.
+    """
+    if regime == "T":
+        return SelectionBound(
+            regime="T", key_const=key_const, leak=leak_T(key_const), generic=generic_T(),
+            inv_tau_star=inv_tau_star_T(), inv_tau_star_generic=inv_tau_star_generic(n, beta / n),
+            gap=beta / n, all_n=None, n_min=2,
+            attained_by=("every word at the last query (key ≡ 1)" if key_const else
+                         "a run of key = 1 ending just before the query (case A); key ≡ 0 (case B)"))
+    if regime == "U":
+        return SelectionBound(
+            regime="U", key_const=key_const, leak=leak_U(), generic=generic_U(),
+            inv_tau_star=inv_tau_star_U(), inv_tau_star_generic=inv_tau_star_generic(n, sp.Integer(1)),
+            gap=sp.Integer(1), all_n=leak_U_all_n(), n_min=1,
+            attained_by="key ≡ 1 or key ≡ 0 up to the query")
+    raise ValueError(f"unknown regime {regime!r}")
