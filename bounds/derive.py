@@ -39,6 +39,13 @@ class NodeBound:
     def leak(self) -> sp.Expr:
         return self.bound.leak
 
+    def value(self, n_value: int, inv_tau, beta_value=Fraction(1, 4), eta_value=Fraction(1, 4)) -> mpmath.mpf:
+        """High-precision value of the leak bound at length ``n_value``; 0 below ``n_min``
+        (there only BOS is attendable by the worst-case query, so the leak is 0 exactly)."""
+        if n_value < self.bound.n_min:
+            return mpmath.mpf(0)
+        return evaluate(self.leak, n_value=n_value, inv_tau=inv_tau, beta_value=beta_value, eta_value=eta_value)
+
 
 def derive(g: nx.DiGraph, regime: str) -> dict[str, NodeBound]:
     """Per attention node of ``g``: its tight leak bound and closed forms (THEORY §4).
@@ -101,7 +108,7 @@ def required_inv_tau(expr: sp.Expr, *, n_value, eta_value=Fraction(1, 4), beta_v
     """Smallest ``1/τ`` with ``expr(n, τ) ≤ η`` (``expr`` decreasing in 1/τ), by bisection in mpmath.
 
     Numeric (not a proof): the certified value comes from :mod:`softhard.solver`.  Returns 0 when
-    the bound is ≤ η for every τ (e.g. n = 1).
+    the bound is ≤ η for every τ.
     """
     target = _mpf(eta_value)
 

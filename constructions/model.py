@@ -311,70 +311,82 @@ def _structure(x, Mqk, max_groups=8, max_levels=4):
     return a, u[:, :, disc], inv.reshape(B, N), gvals
 
 
-def _excl_prefix_lse(x: np.ndarray) -> np.ndarray:
-    """Exclusive prefix log-sum-exp along axis 1 (element j gets LSE of elements < j)."""
-    inc = np.logaddexp.accumulate(x, axis=1)
-    out = np.full_like(inc, -np.inf)
-    out[:, 1:] = inc[:, :-1]
+def _relative_scan(mem: np.ndarray, a: np.ndarray, init: np.ndarray, lam: float) -> np.ndarray:
+    """Exclusive relative log-sum-exp over group members, in log depth (Hillis–Steele scan).
+
+    For each accumulation index ``t`` that is a member, returns
+    ``D_t = log Σ_{j<t, j member} exp(init_j + (a_j − a_t)·lam)``; ``−inf`` if no earlier member.
+    ``mem``: ``(B, M)`` bool; ``a``: ``(B, M)`` strictly increasing along members; ``init``:
+    ``(B, M)`` or ``(B, M, k)`` log-weights (0 for plain sums, ``log v`` for value sums).
+    Every intermediate is stored relative to the latest member's score, so it stays of size
+    ``O(log M)``; exponents are formed from score *differences*.  Rounding therefore grows like
+    ``log M``, not like ``M·|a|·lam`` as with a plain ``logaddexp.accumulate`` of ``a·lam``.
+    """
+    B, M = mem.shape
+    idx = np.arange(M)
+    last = np.maximum.accumulate(np.where(mem, idx[None, :], -1), axis=1)
+    has = last >= 0
+    ref = np.where(has, np.take_along_axis(a, np.maximum(last, 0), axis=1), 0.0)
+    extra = init.ndim == 3
+    rel = np.where(mem[..., None] if extra else mem, init, -np.inf)
+    k = 1
+    while k < M:
+        shift = (ref[:, :-k] - ref[:, k:]) * lam
+        if extra:
+            shift = shift[..., None]
+        new = rel.copy()
+        with np.errstate(invalid="ignore"):
+            new[:, k:] = np.logaddexp(rel[:, k:], rel[:, :-k] + shift)
+        rel = new
+        k *= 2
+    out = np.full_like(rel, -np.inf)
+    sh = (ref[:, :-1] - a[:, 1:]) * lam
+    if extra:
+        sh = sh[..., None]
+    out[:, 1:] = rel[:, :-1] + sh
     return out
 
 
 def _structured_head(V, mask, rule, inv_tau, soft, st):
-    """Exact O(N·G·dv) evaluation of a structured head (see module docstring)."""
+    """Exact O(N·G·dv·log N) evaluation of a structured head (see module docstring)."""
     a, qv, gid, gvals = st
     B, N, dv = V.shape
     future = mask in ("strict_future", "future")
     strict = mask in ("strict_past", "strict_future")
-    # token positions 1..N-1 in accumulation order (towards the query)
     tok = slice(1, N)
     order = (lambda arr: arr[:, ::-1]) if future else (lambda arr: arr)
     a_t, gid_t, V_t = order(a[:, tok]), order(gid[:, tok]), order(V[:, tok])
     M = N - 1
-    # query position i corresponds, in accumulation order, to index t_i; keys with index < t_i
-    # (strict) or <= t_i (non-strict) are visible.
-    qpos = np.arange(N)  # query index (0 = BOS)
-    if future:
-        t_q = (N - 1) - qpos  # token position p has acc index (N-1-p); BOS query -> N-1 ... unused
-    else:
-        t_q = qpos - 1
-    # number of visible keys in accumulation order for each query
-    nvis = t_q if strict else t_q + 1
-    nvis = np.clip(nvis, 0, M)
-    nvis[0] = 0  # BOS query sees only BOS
+    qpos = np.arange(N)
+    t_q = (N - 1) - qpos if future else qpos - 1  # accumulation index of the query's own position
+    nvis = np.clip(t_q if strict else t_q + 1, 0, M)  # number of visible keys (accumulation order)
+    nvis[0] = 0  # the BOS query sees only BOS
     G = len(gvals)
     idx = np.arange(M)
-    # per group: last visible member index, its a, and LSE of earlier members
     best_score = np.full((B, N, G), -np.inf)
-    best_pos = np.full((B, N, G), -1, dtype=np.int64)  # accumulation index of the group's best
+    best_pos = np.full((B, N, G), -1, dtype=np.int64)
     excl = np.full((B, N, G), -np.inf)
     excl_vpos = np.full((B, N, G, dv), -np.inf)
     excl_vneg = np.full((B, N, G, dv), -np.inf)
     qg = np.einsum("bnr,gr->bng", qv, gvals) if gvals.shape[1] else np.zeros((B, N, G))
-    ok = True
     for g in range(G):
         mem = gid_t == g
         if not mem.any():
             continue
         last = np.maximum.accumulate(np.where(mem, idx[None, :], -1), axis=1)  # (B, M)
-        # strict increase of a within the group along accumulation order
-        am = np.where(mem, a_t, np.nan)
         prev_last = np.concatenate([np.full((B, 1), -1), last[:, :-1]], axis=1)
         has_prev = mem & (prev_last >= 0)
         prev_a = np.take_along_axis(a_t, np.maximum(prev_last, 0), axis=1)
-        if np.any(has_prev & ~(am > prev_a)):
-            ok = False
-            break
-        x = np.where(mem, a_t * inv_tau, -np.inf) if soft else None
+        if np.any(has_prev & ~(a_t > prev_a)):
+            return None  # not strictly increasing within the group: use the dense path
         if soft:
-            ex = _excl_prefix_lse(x)  # LSE of members strictly before position t
+            ex = _relative_scan(mem, a_t, np.zeros((B, M)), inv_tau)
             with np.errstate(divide="ignore"):
-                lvp = np.log(np.where(mem[..., None], np.maximum(V_t, 0.0), 0.0))
-                lvn = np.log(np.where(mem[..., None], np.maximum(-V_t, 0.0), 0.0))
-            exvp = _excl_prefix_lse(x[..., None] + lvp)
-            exvn = _excl_prefix_lse(x[..., None] + lvn)
-        # gather for each query: group-best = member at last[nvis-1]
-        has = nvis > 0
-        li = np.where(has[None, :], np.take(last, np.maximum(nvis - 1, 0), axis=1), -1)  # (B, N)
+                lvp = np.log(np.maximum(V_t, 0.0))
+                lvn = np.log(np.maximum(-V_t, 0.0))
+            exvp = _relative_scan(mem, a_t, lvp, inv_tau)
+            exvn = _relative_scan(mem, a_t, lvn, inv_tau)
+        li = np.where((nvis > 0)[None, :], np.take(last, np.maximum(nvis - 1, 0), axis=1), -1)  # (B, N)
         valid = li >= 0
         lic = np.maximum(li, 0)
         best_pos[:, :, g] = li
@@ -383,33 +395,35 @@ def _structured_head(V, mask, rule, inv_tau, soft, st):
             excl[:, :, g] = np.where(valid, np.take_along_axis(ex, lic, axis=1), -np.inf)
             excl_vpos[:, :, g] = np.where(valid[..., None], np.take_along_axis(exvp, lic[..., None], axis=1), -np.inf)
             excl_vneg[:, :, g] = np.where(valid[..., None], np.take_along_axis(exvn, lic[..., None], axis=1), -np.inf)
-    if not ok:
-        return None
-    # candidates: G group-bests + BOS
-    bos_score = a[:, 0][:, None] + np.einsum("bnr,br->bn", qv, np.asarray(gvals)[gid[:, 0]]) if gvals.shape[1] else np.repeat(a[:, :1], N, axis=1)
+    # candidates: the G group-bests and BOS
+    if gvals.shape[1]:
+        bos_score = a[:, 0][:, None] + np.einsum("bnr,br->bn", qv, np.asarray(gvals)[gid[:, 0]])
+    else:
+        bos_score = np.repeat(a[:, :1], N, axis=1)
     cand = np.concatenate([best_score, bos_score[..., None]], axis=2)  # (B, N, G+1)
     smax = cand.max(axis=2, keepdims=True)
     amax = cand == smax
     ties = amax.sum(axis=2)
-    # values of candidates
     acc_to_pos = (lambda t: (N - 1) - t) if future else (lambda t: t + 1)
-    cpos = np.concatenate([np.where(best_pos >= 0, acc_to_pos(best_pos), 0), np.zeros((B, N, 1), dtype=np.int64)], axis=2)
+    cpos = np.concatenate([np.where(best_pos >= 0, acc_to_pos(best_pos), 0),
+                           np.zeros((B, N, 1), dtype=np.int64)], axis=2)
     cval = V[np.arange(B)[:, None, None], cpos]  # (B, N, G+1, dv)
     if rule == "AHA":
         hard = (amax[..., None] * cval).sum(axis=2) / ties[..., None]
     else:
-        pos_for_rule = np.where(amax, cpos, (N + 1) if rule == "UHA-leftmost" else -1)
-        pick = pos_for_rule.min(axis=2) if rule == "UHA-leftmost" else pos_for_rule.max(axis=2)
+        left = rule == "UHA-leftmost"
+        pos_for_rule = np.where(amax, cpos, (N + 1) if left else -1)
+        pick = pos_for_rule.min(axis=2) if left else pos_for_rule.max(axis=2)
         hard = V[np.arange(B)[:, None], pick]
     if not soft:
         return None, hard, None, ties
     with np.errstate(invalid="ignore", over="ignore"):
-        wc = np.where(np.isfinite(cand), np.exp((cand - smax) * inv_tau), 0.0)  # candidate weights
-        shift = smax[..., 0] * inv_tau  # (B, N)
-        lg = excl + qg * inv_tau - shift[..., None]
-        wg = np.exp(lg)  # mass of earlier members of each group, relative to the max
-        vg = np.exp(excl_vpos + (qg * inv_tau - shift[..., None])[..., None]) - np.exp(
-            excl_vneg + (qg * inv_tau - shift[..., None])[..., None])
+        rel_best = (best_score - smax) * inv_tau  # (B, N, G), ≤ 0: from score differences
+        wc = np.where(np.isfinite(cand), np.exp((cand - smax) * inv_tau), 0.0)
+        wg = np.where(np.isfinite(rel_best), np.exp(excl + rel_best), 0.0)
+        rb = np.where(np.isfinite(rel_best), rel_best, -np.inf)[..., None]
+        vg = np.exp(excl_vpos + rb) - np.exp(excl_vneg + rb)
+    vg = np.nan_to_num(vg, nan=0.0)
     rest = np.where(amax, 0.0, wc).sum(axis=2) + wg.sum(axis=2)
     tot = ties + rest
     num = (wc[..., None] * cval).sum(axis=2) + vg.sum(axis=2)

@@ -114,12 +114,14 @@ def leak_rounding_allowance(score_scale: float, key_dim: int, inv_tau: float, N:
     of length ``k`` of rounded inputs, so ``|ŝ − s| ≤ γ_{k+2}·Σ|q_c k_c| ≤ γ_{k+2}·score_scale``
     with ``γ_m = m·u/(1 − m·u)``; an exponent ``(s_j − s*)/τ`` is then off by at most
     ``2·|ŝ−s|/τ + 2u·|x|`` with ``|x| ≤ 2·score_scale/τ``, which perturbs each ``e^x`` by a relative
-    ``expm1(·)``; summing ``N`` positive terms and one division add ``(N+3)u``.
+    ``expm1(·)``; summing ``N`` positive terms and one division add ``(N+3)u``.  The structured
+    path's log-depth scan adds at most ``4u·(1 + ln N)`` per level, ``⌈log₂ N⌉ + 1`` levels.
     """
     m = key_dim + 2
     gamma = m * U64 / (1 - m * U64)
     eps_s = gamma * score_scale
-    dx = 2 * eps_s * inv_tau + 2 * U64 * (2 * score_scale * inv_tau)
+    levels = int(np.ceil(np.log2(max(N, 2)))) + 1
+    dx = 2 * eps_s * inv_tau + 2 * U64 * (2 * score_scale * inv_tau) + levels * 4 * U64 * (1 + np.log(N))
     return float(np.expm1(dx) + (N + 3) * U64)
 
 
