@@ -1,2 +1,339 @@
-def main():
-    print("hi")
+"""The ``softhard`` command line.
+
+Subcommands: ``run`` (run the hard and soft transformers on one word), ``bound`` (symbolic node
+bounds and required temperatures), ``confirm`` (numeric confirmation of the bounds), ``certify``
+and ``verify`` (solver-checked certificates).  Exit status: 0 success, 1 a claim was refuted or
+unknown / a check failed, 2 bad input (one-line message, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+
+from ..constructions.errors import ParameterError, SofthardError
+from ..constructions.weights import to_fraction
+
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2
+        self.exit(EXIT_BAD_INPUT, f"softhard: error: {message} (see 'softhard {self.prog.split()[-1]} --help')\n"
+                  if " " in self.prog else f"softhard: error: {message}\n")
+
+
+def _positive_int(name: str):
+    def conv(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
+        if v < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 1 (n < 1 is not a length), got {v}")
+        return v
+    return conv
+
+
+def _tau(s: str) -> Fraction:
+    v = to_fraction(s, "--tau")
+    if v <= 0:
+        raise ParameterError(f"--tau must be > 0, got {s}")
+    return v
+
+
+def _common(p: argparse.ArgumentParser, n_max: bool = False):
+    p.add_argument("formula", metavar="FORMULA_OR_FILE",
+                   help="an inline formula (e.g. 'a S b') or a .ltl file declaring alphabet and formula")
+    p.add_argument("--regime", choices=["T", "U"], default="T",
+                   help="T: bounded PE j/n, temperature tau(n) shrinking with n; U: unbounded PE j, one fixed "
+                        "tau (THEORY §1, §4). Default T")
+    p.add_argument("--alphabet", default=None,
+                   help="alphabet of an inline formula: a string of one-character symbols (default: the "
+                        "symbols the formula mentions)")
+    p.add_argument("--eta", default="1/4", help="clean-up margin eta in (0, 1/2), exact (e.g. 1/4); default 1/4")
+    p.add_argument("--beta", default="1/4", help="regime T tie-break weight, 0 < beta <= 1/4; default 1/4")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of tables")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="softhard", description=(
+        "softhard: when does softmax attention compute exactly what hard attention computes? "
+        "Compiles temporal-logic formulas to hard- and soft-attention transformers, derives "
+        "per-node error bounds in SymPy, proves parameter choices with Z3, and confirms numerically."))
+    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    p = sub.add_parser("run", help="run the hard and soft transformers of a formula on one word",
+                       description="Run the hard (UHA) and soft (softmax) transformers of a formula on STRING and "
+                                   "print, per position, the reference value, the hard value, the soft clean value, "
+                                   "and each attention node's soft value before clean-up.")
+    _common(p)
+    p.add_argument("string", metavar="STRING", help="the input word (characters, or space-separated symbols)")
+    p.add_argument("--tau", type=_tau, default=None,
+                   help="temperature tau > 0 (e.g. 1/1000). Default: the closed-form tau*(n, eta) that the node "
+                        "bounds require (regime T: at the word's length; regime U: one tau for all n)")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("bound", help="symbolic per-node leak bounds and required inverse temperatures",
+                       description="Per attention node: the tight SymPy leak bound, the inverse temperature it needs "
+                                   "at --n-max (tight numeric, closed form, generic gap lemma) and the asymptotic "
+                                   "order as n grows.")
+    _common(p)
+    p.add_argument("--n-max", type=_positive_int("--n-max"), default=1000, help="largest word length (default 1000)")
+    p.add_argument("--latex", action="store_true", help="print the bounds as LaTeX")
+    p.set_defaults(func=cmd_bound)
+
+    p = sub.add_parser("confirm", help="numeric confirmation of the node bounds on many inputs",
+                       description="Run the soft transformer on (a) every word up to --exhaustive-len, (b) --random "
+                                   "random words up to --n-max, (c) adversarial words per node, and compare each "
+                                   "node's worst leak with its bound (tightness = observed/bound).")
+    _common(p)
+    p.add_argument("--n-max", type=_positive_int("--n-max"), default=1000, help="longest random/adversarial word")
+    p.add_argument("--exhaustive-len", type=int, default=10, help="all words up to this length (default 10)")
+    p.add_argument("--random", type=int, default=1000, help="number of random words (default 1000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tau", type=_tau, default=None,
+                   help="fixed temperature for every length (default: the tight 1/tau(n) at each length)")
+    p.set_defaults(func=cmd_confirm)
+
+    return ap
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _load(args):
+    from ..constructions.parse import load_spec
+    return load_spec(args.formula, alphabet=args.alphabet)
+
+
+def _construction(args):
+    from .pipeline import build
+    spec = _load(args)
+    return build(spec, args.regime, beta=to_fraction(args.beta, "--beta"), eta=to_fraction(args.eta, "--eta"))
+
+
+def _fmt(x: float, digits: int = 6) -> str:
+    if x == 0:
+        return "0"
+    if 1e-4 <= abs(x) < 1e6:
+        return f"{x:.{digits}g}"
+    return f"{x:.{max(digits - 2, 2)}e}"
+
+
+def _console():
+    from rich.console import Console
+    return Console(highlight=False, soft_wrap=False)
+
+
+def cmd_run(args) -> int:
+    from ..constructions.model import forward
+    from ..constructions.parse import tokenize
+    from ..constructions.semantics import truth
+
+    c = _construction(args)
+    word = tokenize(args.string, c.spec.alphabet)
+    n = len(word)
+    inv_tau = float(1 / args.tau) if args.tau is not None else c.default_inv_tau(n)
+    if not np.isfinite(inv_tau) or inv_tau <= 0:
+        raise ParameterError(f"--tau {args.tau} gives an inverse temperature outside the float64 range")
+    m = c.model
+    tok = m.encode([word])
+    hard = forward(m, tok, mode="hard")
+    soft = forward(m, tok, mode="soft", inv_tau=inv_tau)
+    root = m.index(m.outputs[0])
+    ref = truth(c.spec.formula, word)
+    at = c.spec.at
+    k = n - 1 if at == "last" else 0
+    heads = list(c.bounds)
+    rows = []
+    for p in range(n):
+        rows.append({
+            "position": p + 1, "symbol": word[p], "reference": int(ref[p]),
+            "hard": float(hard.x[0, p + 1, root]), "soft": float(soft.x[0, p + 1, root]),
+            "raw": {h: float(soft.heads[h].soft[0, p + 1, 0]) for h in heads},
+        })
+    leaks = {}
+    for h in heads:
+        obs = float(np.max(soft.heads[h].leak[0, 1:]))
+        bd = float(c.bounds[h].value(n, Fraction(inv_tau), c.beta, c.eta))
+        leaks[h] = {"observed_leak": obs, "bound": bd, "within_eta": bd <= float(c.eta)}
+    result = {
+        "formula": str(c.spec.formula), "alphabet": list(c.spec.alphabet), "word": word, "n": n,
+        "regime": c.regime, "beta": str(c.beta), "eta": str(c.eta), "inv_tau": inv_tau, "tau": 1 / inv_tau,
+        "tau_source": "--tau" if args.tau is not None else "closed form 1/tau*(n, eta)",
+        "judged_at": at, "positions": rows,
+        "accepted": {"reference": bool(ref[k]), "hard": bool(hard.x[0, k + 1, root] > 0.5),
+                     "soft": bool(soft.x[0, k + 1, root] > 0.5)},
+        "heads": leaks,
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return EXIT_OK
+    from rich.table import Table
+    con = _console()
+    con.print(f"[bold]{c.spec.formula}[/bold]  over {{{', '.join(c.spec.alphabet)}}}, regime {c.regime}, n = {n}, "
+              f"1/tau = {_fmt(inv_tau)} ({result['tau_source']}), eta = {c.eta}")
+    t = Table(show_header=True, header_style="bold")
+    for col in ("pos", "sym", "reference", "hard", "soft (clean)"):
+        t.add_column(col, justify="right")
+    for h in heads:
+        t.add_column(f"raw {h}", justify="right", overflow="fold", max_width=24)
+    for r in rows:
+        t.add_row(str(r["position"]), r["symbol"], str(r["reference"]), _fmt(r["hard"]), _fmt(r["soft"]),
+                  *[_fmt(r["raw"][h], 8) for h in heads])
+    con.print(t)
+    acc = result["accepted"]
+    con.print(f"judged at the {at} position: reference {'accepts' if acc['reference'] else 'rejects'}, "
+              f"hard {'accepts' if acc['hard'] else 'rejects'}, soft {'accepts' if acc['soft'] else 'rejects'}")
+    for h, v in leaks.items():
+        flag = "" if v["within_eta"] else "  [red](bound exceeds eta: exactness not guaranteed)[/red]"
+        con.print(f"  head {h}: max leak {_fmt(v['observed_leak'])} <= bound {_fmt(v['bound'])}{flag}")
+    return EXIT_OK
+
+
+def cmd_bound(args) -> int:
+    import sympy as sp
+    from ..bounds import selection as S
+    from ..bounds.derive import evaluate, latex, required_inv_tau
+
+    c = _construction(args)
+    nmax = args.n_max
+    subs = {S.beta: sp.Rational(c.beta.numerator, c.beta.denominator),
+            S.eta: sp.Rational(c.eta.numerator, c.eta.denominator)}
+    nodes = []
+    for v, nb in c.bounds.items():
+        b = nb.bound
+        order, const = S.asymptotic_order(sp.simplify(b.inv_tau_star.subs(subs)))
+        gorder, _ = S.asymptotic_order(b.inv_tau_star_generic.subs(subs))
+        req = float(required_inv_tau(b.leak, n_value=nmax, eta_value=c.eta, beta_value=c.beta)) if nmax >= b.n_min else 0.0
+        gen = float(required_inv_tau(b.generic, n_value=nmax, eta_value=c.eta, beta_value=c.beta)) if nmax >= 2 else 0.0
+        closed = float(evaluate(b.inv_tau_star, n_value=max(nmax, b.n_min), inv_tau=1, beta_value=c.beta,
+                                eta_value=c.eta))
+        nodes.append({
+            "node": v, "operator": nb.operator, "layer": nb.layer, "key_const": b.key_const,
+            "leak_bound": str(b.leak), "leak_bound_latex": latex(b.leak),
+            "all_n_bound": None if b.all_n is None else str(b.all_n),
+            "generic_bound": str(b.generic), "gap": str(b.gap),
+            "inv_tau_required": req, "inv_tau_closed_form": closed, "inv_tau_generic": gen,
+            "closed_form": str(b.inv_tau_star), "closed_form_latex": latex(b.inv_tau_star),
+            "order": order, "order_constant": str(const), "generic_order": gorder,
+            "attained_by": b.attained_by, "valid_for_n_ge": b.n_min,
+        })
+    result = {"formula": str(c.spec.formula), "alphabet": list(c.spec.alphabet), "regime": c.regime,
+              "beta": str(c.beta), "eta": str(c.eta), "n_max": nmax, "nodes": nodes,
+              "composed": "every node's leak <= eta  =>  every clean-up round_eta is exact  =>  "
+                          "soft output == hard output (THEORY §3)",
+              "inv_tau_required_all_nodes": max([x["inv_tau_required"] for x in nodes], default=0.0)}
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return EXIT_OK
+    con = _console()
+    from rich.table import Table
+    con.print(f"[bold]{c.spec.formula}[/bold]  regime {c.regime}, beta = {c.beta}, eta = {c.eta}, n_max = {nmax}")
+    if not nodes:
+        con.print("no attention nodes: the formula is computed exactly by the embedding and ReLU gates")
+        return EXIT_OK
+    t = Table(show_header=True, header_style="bold")
+    for col in ("node", "op", "layer", f"1/tau needed at n={nmax} (tight)", "closed form", "gap lemma", "order",
+                "gap-lemma order"):
+        t.add_column(col, justify="right" if col not in ("node",) else "left", overflow="fold")
+    for x in nodes:
+        t.add_row(x["node"], x["operator"], str(x["layer"]), _fmt(x["inv_tau_required"], 8),
+                  _fmt(x["inv_tau_closed_form"], 8), _fmt(x["inv_tau_generic"], 8), x["order"], x["generic_order"])
+    con.print(t)
+    shown = set()
+    for x in nodes:
+        key = x["leak_bound"]
+        if key in shown:
+            continue
+        shown.add(key)
+        kind = "key ≡ 1 (Y/X)" if x["key_const"] else "general key"
+        con.print(f"\n[bold]leak bound ({kind})[/bold], attained by {x['attained_by']}:")
+        con.print(x["leak_bound_latex"] if args.latex else key)
+        con.print("[bold]closed-form 1/tau*(n, eta)[/bold]:")
+        con.print(x["closed_form_latex"] if args.latex else x["closed_form"])
+        if x["all_n_bound"]:
+            con.print(f"[bold]bound for all n[/bold]: {x['all_n_bound']}")
+    con.print(f"\n{result['composed']}")
+    return EXIT_OK
+
+
+def cmd_confirm(args) -> int:
+    from ..bounds.confirm import confirm
+    from ..constructions.simulate import adversarial_words, all_words, random_words
+
+    c = _construction(args)
+    m = c.model
+    if args.tau is not None:
+        it_fixed = float(1 / args.tau)
+        inv_tau = lambda k: it_fixed  # noqa: E731
+    else:
+        inv_tau = lambda k: max(float(c.inv_tau_required(k if c.regime == "T" else 10**12)), 1e-6)  # noqa: E731
+    alph = c.spec.alphabet
+    exh = []
+    for k in range(1, max(args.exhaustive_len, 0) + 1):
+        if len(alph) ** k > 200_000:
+            break
+        exh.extend(all_words(alph, k))
+    adv_ns = sorted({k for k in (10, 100, args.n_max) if k <= args.n_max})
+    adv = []
+    for k in adv_ns:
+        adv.extend(dict.fromkeys(adversarial_words(m, k, inv_tau(k)).values()))
+    fams = {"exhaustive": exh, "random": random_words(alph, args.random, args.n_max, seed=args.seed),
+            "adversarial": adv}
+    fams = {k: v for k, v in fams.items() if v}
+    from rich.progress import Progress
+    with Progress(transient=True, disable=args.json) as prog:
+        task = prog.add_task("confirming", total=len(fams))
+        conf = confirm(m, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta,
+                       progress=lambda name: prog.update(task, advance=1, description=f"family {name}"))
+    summ = conf.summary()
+    result = {"formula": str(c.spec.formula), "regime": c.regime, "n_max": args.n_max,
+              "inputs": conf.words, "ok": conf.ok, "nodes": summ,
+              "mismatches": {k: [("".join(w), p) for w, p in v[:10]] for k, v in conf.mismatches.items()},
+              "max_output_deviation": conf.max_output_deviation}
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        from rich.table import Table
+        con = _console()
+        con.print(f"[bold]{c.spec.formula}[/bold] regime {c.regime}: inputs {conf.words}")
+        t = Table(show_header=True, header_style="bold")
+        for col in ("node", "inputs", "worst observed", "bound there", "tightness", "at n", "family",
+                    "max tightness per family", "violations"):
+            t.add_column(col, overflow="fold")
+        for v, s in summ.items():
+            t.add_row(v, str(s["inputs"]), _fmt(s["worst_observed"], 8), _fmt(s["bound_there"], 8),
+                      f"{s['ratio']:.6f}", str(s["n"]), s["family"],
+                      ", ".join(f"{f}: {r:.4f}" for f, r in s["max_tightness_by_family"].items()),
+                      str(s["violations"]))
+        con.print(t)
+        bad = sum(len(v) for v in conf.mismatches.values())
+        con.print(f"clean outputs differing from the hard model: {bad}; "
+                  f"{'all bounds confirmed' if conf.ok else '[red]BOUND OR CONSTRUCTION REFUTED[/red]'}")
+    return EXIT_OK if conf.ok else EXIT_FAIL
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    try:
+        with mpmath.workdps(30):
+            return args.func(args)
+    except SofthardError as e:
+        print(f"softhard: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("softhard: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
