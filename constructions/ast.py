@@ -36,7 +36,7 @@ class Formula:
 
 
 def _quote(symbol: str) -> str:
-    if len(symbol) == 1 and (symbol.isalnum()) and symbol not in "YXPHFGSU":
+    if len(symbol) == 1 and symbol.isascii() and symbol.isalnum() and symbol not in "YXPHFGSU":
         return symbol
     return '"' + symbol.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
