@@ -17,6 +17,7 @@ Public API::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -111,7 +112,8 @@ def _error_position(e: UnexpectedInput) -> Position:
 def _syntax_error(e: UnexpectedInput, text: str, source: str) -> FormulaSyntaxError:
     line, col = _error_position(e)
     if isinstance(e, UnexpectedCharacters):
-        ch = text[e.pos_in_stream] if 0 <= e.pos_in_stream < len(text) else "?"
+        pos = e.pos_in_stream
+        ch = text[pos] if pos is not None and 0 <= pos < len(text) else "?"
         if ch == '"':
             msg = "unterminated quoted symbol (a quoted symbol ends with '\"' on the same line)"
         else:
@@ -120,10 +122,8 @@ def _syntax_error(e: UnexpectedInput, text: str, source: str) -> FormulaSyntaxEr
         tok = e.token
         expected = set(e.expected)
         if e.interactive_parser is not None:  # exact set: LALR lookaheads over-approximate it
-            try:
+            with contextlib.suppress(Exception):  # defensive: keep the LALR set
                 expected = set(e.interactive_parser.accepts()) or expected
-            except Exception:  # pragma: no cover - defensive; keep the LALR set
-                pass
         msg = f"expected {_describe_expected(expected)}, found {_describe_found(tok)}"
         if tok.type == "HASH" and "NOT" in expected and "HASH" not in expected:
             msg += " (a comparison under a unary operator needs parentheses, e.g. Y (#a > #b))"
@@ -139,6 +139,16 @@ def _syntax_error(e: UnexpectedInput, text: str, source: str) -> FormulaSyntaxEr
 # --------------------------------------------------------------------------------------------
 
 
+def _token(node: Tree | Token) -> Token:
+    if not isinstance(node, Token):  # pragma: no cover - the grammar guarantees a token
+        raise AssertionError(f"expected a token, got {node!r}")
+    return node
+
+
+def _position(tok: Token) -> Position:
+    return (tok.line or 1), (tok.column or 1)
+
+
 class _Builder:
     """Converts a Lark parse tree to AST nodes, remembering where each symbol first occurs."""
 
@@ -147,7 +157,8 @@ class _Builder:
         self.symbol_positions: dict[str, Position] = {}
 
     def error(self, tok: Token, message: str) -> FormulaSyntaxError:
-        return FormulaSyntaxError(message, source=self.source, line=tok.line, column=tok.column)
+        line, column = _position(tok)
+        return FormulaSyntaxError(message, source=self.source, line=line, column=column)
 
     def formula(self, t: Tree | Token) -> Formula:
         if isinstance(t, Token):  # pragma: no cover - grammar never yields a bare token here
@@ -162,9 +173,9 @@ class _Builder:
             op, arg = t.children
             return Unary(str(op), self.formula(arg))
         if kind == "const":
-            return Const(t.children[0].type == "TRUE")
+            return Const(_token(t.children[0]).type == "TRUE")
         if kind == "atom":
-            return Atom(self.symbol(t.children[0]))
+            return Atom(self.symbol(_token(t.children[0])))
         if kind == "comparison":
             lhs, op, rhs = t.children
             return Compare(str(op), self.linear(lhs), self.linear(rhs))
@@ -187,7 +198,7 @@ class _Builder:
                     f"'{sym}' is not a symbol: an unquoted symbol is one letter or digit; quote "
                     f"longer symbols (\"{sym}\") and put spaces between symbols and operators "
                     f"(e.g. 'Y a', not 'Ya')")
-        self.symbol_positions.setdefault(sym, (tok.line, tok.column))
+        self.symbol_positions.setdefault(sym, _position(tok))
         return sym
 
     def linear(self, t: Tree) -> Linear:
@@ -225,7 +236,7 @@ class _Builder:
         return self.formula(arg)
 
     def integer(self, coeff: Tree) -> int:
-        tok = coeff.children[0]
+        tok = _token(coeff.children[0])
         if tok.type == "DECIMAL":
             raise self.error(tok, f"count coefficients and constants must be integers, found {tok.value}")
         return int(tok)
@@ -241,7 +252,7 @@ def _unquote(tok: Token, source: str) -> str:
         if m.group(1) not in '"\\':
             raise FormulaSyntaxError(
                 f"unknown escape '\\{m.group(1)}' in quoted symbol (only \\\" and \\\\ are allowed)",
-                source=source, line=tok.line, column=tok.column + 1 + m.start())
+                source=source, line=_position(tok)[0], column=_position(tok)[1] + 1 + m.start())
     if not body:
         raise FormulaSyntaxError('empty quoted symbol ""', source=source, line=tok.line,
                                  column=tok.column)
@@ -409,7 +420,7 @@ def parse_spec(text: str, *, source: str = "<string>") -> FormulaSpec:
     """
     lines = re.findall(r"[^\n]*\n|[^\n]+$", text)  # keep ends; only "\n" ends a line (as in Lark)
     fields: dict[str, tuple[str, int, int]] = {}  # key -> (raw value, line, column of value)
-    formula_start: tuple[int, int, int] | None = None  # (line index, offset in line, column)
+    formula_at: tuple[int, int] | None = None  # (line index, offset of the formula in that line)
     for idx, raw in enumerate(lines):
         lineno = idx + 1
         stripped = raw.strip()
@@ -428,44 +439,43 @@ def parse_spec(text: str, *, source: str = "<string>") -> FormulaSpec:
                                      source=source, line=lineno, column=keycol)
         if key in fields:
             raise FormulaSyntaxError(f"duplicate key {key!r}", source=source, line=lineno, column=keycol)
-        fields[key] = (raw[m.end():], lineno, m.end() + 1)
+        value = raw[m.end():]
+        valcol = m.end() + 1 + len(value) - len(value.lstrip(" \t"))
+        fields[key] = (value, lineno, valcol)
         if key == "formula":
-            formula_start = (idx, m.end(), m.end() + 1)
+            formula_at = (idx, m.end())
             break
 
     if "alphabet" not in fields:
         raise FormulaSyntaxError("missing required key 'alphabet'", source=source,
                                  line=len(lines) or 1, column=1)
-    if formula_start is None:
+    if formula_at is None:
         raise FormulaSyntaxError("missing required key 'formula' (it must come last)", source=source,
                                  line=len(lines) or 1, column=1)
 
     def one_line(key: str) -> str | None:
-        if key not in fields:
-            return None
-        return _COMMENT.sub("", fields[key][0]).strip()
+        return _COMMENT.sub("", fields[key][0]).strip() if key in fields else None
 
-    # Formula: blank out everything before it (keeping newlines) so Lark reports file positions.
-    idx, off, _ = formula_start
-    prefix = "".join(ch if ch == "\n" else " " for ch in "".join(lines[:idx]) + lines[idx][:off])
-    formula_text = prefix + "".join(lines)[len(prefix):]
-    formula, positions = _parse_with_positions(formula_text, source)
-
+    # In file order: alphabet, at, formula.
     raw_alpha, aline, acol = fields["alphabet"]
-    alpha_syms = _alphabet_with_positions(raw_alpha.rstrip("\r\n"), source, aline, acol)
+    alpha_syms = _alphabet_with_positions(raw_alpha.strip(" \t\r\n"), source, aline, acol)
     if not alpha_syms:
         raise FormulaError(f"{source}:{aline}:{acol}: the alphabet is empty")
     alphabet = _check_alphabet(alpha_syms, source)
-    _check_symbols(formula, alphabet, source, positions)
 
     at = one_line("at")
     if at is not None and at not in ACCEPT_AT:
         _, line, col = fields["at"]
         raise FormulaSyntaxError(f"'at' must be 'first' or 'last', found {at!r}", source=source,
                                  line=line, column=col)
-    name = one_line("name")
-    if not name:
-        name = Path(source).stem if not source.startswith("<") else source
+
+    # Blank out everything before the formula (keeping newlines) so Lark reports file positions.
+    idx, off = formula_at
+    prefix = "".join(ch if ch == "\n" else " " for ch in "".join(lines[:idx]) + lines[idx][:off])
+    formula, positions = _parse_with_positions(prefix + text[len(prefix):], source)
+    _check_symbols(formula, alphabet, source, positions)
+
+    name = one_line("name") or (Path(source).stem if not source.startswith("<") else source)
     return FormulaSpec(
         name=name,
         description=one_line("description") or "",

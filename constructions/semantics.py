@@ -27,7 +27,6 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Union
 
 import numpy as np
 
@@ -37,7 +36,7 @@ from .parse import ACCEPT_AT, FormulaSpec, tokenize
 
 __all__ = ["evaluate", "truth", "linear_values", "accepts", "Word"]
 
-Word = Union[str, Sequence[str], np.ndarray]
+Word = str | Sequence[str] | np.ndarray
 """A word: a ``str`` (one symbol per character), a sequence of symbols, or an array of symbols
 of shape ``(n,)`` (one word) or ``(B, n)`` (a batch of words of equal length)."""
 
@@ -227,7 +226,7 @@ def evaluate(formula: Formula, word: Word) -> dict[Formula, np.ndarray]:
     Raises :class:`ParameterError` for an empty word (``n < 1``) or a badly shaped array.
     """
     steps, vals = _run(formula, word)
-    return {st.node: v for st, v in zip(steps, vals)}
+    return {st.node: v for st, v in zip(steps, vals, strict=True)}
 
 
 def truth(formula: Formula, word: Word) -> np.ndarray:

@@ -34,7 +34,7 @@ class Language:
 
 def _split(rng: random.Random, total: int, parts: int) -> list[int]:
     cuts = sorted(rng.randint(0, total) for _ in range(parts - 1))
-    return [b - a for a, b in zip([0, *cuts], [*cuts, total])]
+    return [b - a for a, b in zip([0, *cuts], [*cuts, total], strict=True)]
 
 
 def _repeat_to(rng: random.Random, L: int, pieces: list[str]) -> str:
@@ -96,8 +96,9 @@ LANGUAGES: dict[str, Language] = {
     ),
     "tomita7": Language(
         r"0*1*0*1*", "01",
-        member=lambda rng, L: "".join(s * k for s, k in zip("0101", _split(rng, L, 4))),
-        near_miss=lambda rng, L: "".join(s * max(1, k) for s, k in zip("01010", _split(rng, L, 5))),
+        member=lambda rng, L: "".join(s * k for s, k in zip("0101", _split(rng, L, 4), strict=True)),
+        near_miss=lambda rng, L: "".join(
+            s * max(1, k) for s, k in zip("01010", _split(rng, L, 5), strict=True)),
     ),
     "aba": Language(
         r"[ab]*aba[ab]*", "ab",

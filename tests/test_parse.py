@@ -181,7 +181,7 @@ def _linear(formulas: st.SearchStrategy[Formula]) -> st.SearchStrategy[Linear]:
     def build(draw: st.DrawFn) -> Linear:
         fs = draw(st.lists(formulas, max_size=3, unique=True))
         coeffs = [draw(st.integers(-5, 5).filter(bool)) for _ in fs]
-        return Linear(tuple(zip(fs, coeffs)), draw(st.integers(-20, 20)))
+        return Linear(tuple(zip(fs, coeffs, strict=True)), draw(st.integers(-20, 20)))
     return build()
 
 
@@ -299,9 +299,10 @@ def test_spec_symbol_not_in_alphabet_names_symbol_and_position() -> None:
     ("alphabet: a\n  colour: red\nformula: a", 2, 3, "unknown key 'colour'"),
     ("alphabet: a\nthis is not a key\nformula: a", 2, 1, "expected 'key: value'"),
     ("alphabet: a Y\nformula: a", 1, 13, "alphabet symbol 'Y' must be quoted"),
+    ("alphabet: a Y\nformula: a &&", 1, 13, "alphabet symbol 'Y' must be quoted"),
     ("alphabet: a bc\nformula: a", 1, 13, "alphabet symbol 'bc' must be quoted"),
     ('alphabet: a "b\nformula: a', 1, 13, "unterminated quoted symbol"),
-    ("alphabet: a\nat: middle\nformula: a", 2, 4, "'at' must be 'first' or 'last'"),
+    ("alphabet: a\nat: middle\nformula: a", 2, 5, "'at' must be 'first' or 'last'"),
 ])
 def test_spec_format_errors(text: str, line: int, col: int, fragment: str) -> None:
     with pytest.raises(FormulaSyntaxError) as ei:

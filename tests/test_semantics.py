@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import random
 import time
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -31,7 +31,7 @@ def holds(f: Formula, w: str, i: int) -> bool:
     return _holds(f, w, i)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _holds(f: Formula, w: str, i: int) -> bool:
     n = len(w)
     assert 1 <= i <= n
@@ -56,18 +56,18 @@ def _holds(f: Formula, w: str, i: int) -> bool:
         if f.op == "G":  # forall j > i
             return all(_holds(g, w, j) for j in range(i + 1, n + 1))
     if isinstance(f, Binary):
-        l, r = f.left, f.right
+        lf, rt = f.left, f.right
         if f.op == "&":
-            return _holds(l, w, i) and _holds(r, w, i)
+            return _holds(lf, w, i) and _holds(rt, w, i)
         if f.op == "|":
-            return _holds(l, w, i) or _holds(r, w, i)
+            return _holds(lf, w, i) or _holds(rt, w, i)
         if f.op == "->":
-            return (not _holds(l, w, i)) or _holds(r, w, i)
+            return (not _holds(lf, w, i)) or _holds(rt, w, i)
         if f.op == "S":  # exists j < i: r(j) and forall k in (j, i): l(k)
-            return any(_holds(r, w, j) and all(_holds(l, w, k) for k in range(j + 1, i))
+            return any(_holds(rt, w, j) and all(_holds(lf, w, k) for k in range(j + 1, i))
                        for j in range(1, i))
         if f.op == "U":  # exists j > i: r(j) and forall k in (i, j): l(k)
-            return any(_holds(r, w, j) and all(_holds(l, w, k) for k in range(i + 1, j))
+            return any(_holds(rt, w, j) and all(_holds(lf, w, k) for k in range(i + 1, j))
                        for j in range(i + 1, n + 1))
     if isinstance(f, Compare):
         lhs, rhs = _value(f.lhs, w, i), _value(f.rhs, w, i)
