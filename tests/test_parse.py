@@ -196,6 +196,17 @@ FORMULAS: st.SearchStrategy[Formula] = st.recursive(
 )
 
 
+@pytest.mark.parametrize("f,text", [
+    (Compare(">=", lin((a, 1), (b, -1)), lin(const=-1)), "#a - #b >= -1"),
+    (Compare("<", lin((a, -2), (b, 3), const=-4), lin()), "-2*#a + 3*#b - 4 < 0"),
+    (Compare("=", lin((Atom("x + -y"), 1)), lin(const=0)), '#"x + -y" = 0'),
+    (Compare("!=", lin((U_("Y", a), -1)), lin((U_("!", b), 1))), "-#(Y a) != #!b"),
+])
+def test_str_of_comparisons(f: Formula, text: str) -> None:
+    assert str(f) == text
+    assert parse_formula(text) == f
+
+
 @settings(max_examples=400, deadline=None)
 @given(FORMULAS)
 def test_str_round_trip(f: Formula) -> None:
