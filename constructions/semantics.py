@@ -240,18 +240,25 @@ def accepts(spec_or_formula: FormulaSpec | Formula, word: Word, at: str | None =
 
     The position is ``at`` if given, else ``spec.at`` for a :class:`FormulaSpec`, else
     :func:`ast.acceptance_position` (``"first"`` for future-only formulas, ``"last"`` otherwise).
-    With a spec, a ``str`` word is split by :func:`parse.tokenize` (checking the alphabet);
-    with a bare formula, a ``str`` is split into characters.  A batch ``(B, n)`` is not accepted
+    With a spec, a ``str`` word is split by :func:`parse.tokenize` and a sequence of symbols is
+    checked against the alphabet; with a bare formula, a ``str`` is split into characters.  A batch ``(B, n)`` is not accepted
     here (use :func:`truth`).
 
     Raises :class:`ParameterError` for an empty word or ``at`` not ``"first"``/``"last"``;
-    :class:`FormulaError` for a symbol outside the spec's alphabet.
+    :class:`FormulaError` for a symbol outside the spec's alphabet (its 1-based position).
     """
     if isinstance(spec_or_formula, FormulaSpec):
         formula = spec_or_formula.formula
         where = at or spec_or_formula.at
         if isinstance(word, str):
             word = tokenize(word, spec_or_formula.alphabet)
+        elif not isinstance(word, np.ndarray):
+            word = list(word)
+            allowed = set(spec_or_formula.alphabet)
+            for i, sym in enumerate(word, 1):
+                if sym not in allowed:
+                    raise FormulaError(
+                        f"symbol {sym!r} at position {i} is not in the alphabet")
     else:
         formula = spec_or_formula
         where = at or _acceptance_position(formula)

@@ -170,7 +170,7 @@ def test_non_integer_coefficient_is_a_clear_error(text: str, col: int) -> None:
 
 SYMBOL = st.one_of(
     st.sampled_from(["a", "b", "0", "1", "Y", "S", "t", "(", ")", '"', "\\", "ab", "#", "//",
-                     "a b", "é", "true", "10", "-", "x\\\"y"]),
+                     "a b", "é", "true", "10", "-", "x\\\"y", "x + -y", "+ -"]),
     st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"),
             min_size=1, max_size=4),
 )

@@ -232,6 +232,9 @@ def test_accepts_spec_and_errors() -> None:
         accepts(spec, "ab", at="middle")
     with pytest.raises(FormulaError, match="symbol 'c' at position 2"):
         accepts(spec, "acb")
+    with pytest.raises(FormulaError, match="symbol 'c' at position 3"):
+        accepts(spec, ["a", "b", "c"])
+    assert accepts(spec, ["a", "b"]) is True
     with pytest.raises(ParameterError):
         accepts(spec, np.array([list("ab"), list("ba")]))
 
