@@ -241,8 +241,8 @@ def accepts(spec_or_formula: FormulaSpec | Formula, word: Word, at: str | None =
     The position is ``at`` if given, else ``spec.at`` for a :class:`FormulaSpec`, else
     :func:`ast.acceptance_position` (``"first"`` for future-only formulas, ``"last"`` otherwise).
     With a spec, a ``str`` word is split by :func:`parse.tokenize` and a sequence of symbols is
-    checked against the alphabet; with a bare formula, a ``str`` is split into characters.  A batch ``(B, n)`` is not accepted
-    here (use :func:`truth`).
+    checked against the alphabet; with a bare formula, a ``str`` is split into characters.
+    A batch ``(B, n)`` is not accepted here (use :func:`truth`).
 
     Raises :class:`ParameterError` for an empty word or ``at`` not ``"first"``/``"last"``;
     :class:`FormulaError` for a symbol outside the spec's alphabet (its 1-based position).
