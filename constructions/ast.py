@@ -36,7 +36,7 @@ class Formula:
 
 
 def _quote(symbol: str) -> str:
-    if len(symbol) == 1 and (symbol.isalnum()) and symbol not in "YXPHFGSU":
+    if len(symbol) == 1 and symbol.isascii() and symbol.isalnum() and symbol not in "YXPHFGSU":
         return symbol
     return '"' + symbol.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -108,13 +108,18 @@ class Linear:
             raise ValueError(f"constant must be an integer, got {self.const!r}")
 
     def __str__(self) -> str:
-        parts = []
+        # Signs are placed per term (never by rewriting the joined text, which could alter a
+        # quoted symbol such as "x + -y").
+        parts: list[tuple[bool, str]] = []  # (negative, magnitude text)
         for f, c in self.terms:
-            t = f"#{_paren(f)}" if c == 1 else f"{c}*#{_paren(f)}"
-            parts.append(t)
+            parts.append((c < 0, f"#{_paren(f)}" if abs(c) == 1 else f"{abs(c)}*#{_paren(f)}"))
         if self.const or not parts:
-            parts.append(str(self.const))
-        return " + ".join(parts).replace("+ -", "- ")
+            parts.append((self.const < 0, str(abs(self.const))))
+        neg, text = parts[0]
+        out = ("-" if neg else "") + text
+        for neg, text in parts[1:]:
+            out += f" {'-' if neg else '+'} {text}"
+        return out
 
 
 @dataclass(frozen=True)
