@@ -25,6 +25,9 @@ distinct positive integer distance and at most ``n−1`` compete, so
 ``δ_U = S/(1+S)``, ``S = Σ_{k=1}^{n−1} q^k = (q − q^n)/(1 − q)``, attained exactly by ``b ≡ 1``
 (and by ``b ≡ 0``) at the last query; ``δ_U < q`` for every ``n``.
 
+Every ``exp`` in these expressions has an argument ≤ 0 on the valid range of n (the solver
+relies on it to enclose each exponential in ``[0, 1]``).
+
 The generic gap lemma ``(m−1)e^{−γ/τ}/(1 + (m−1)e^{−γ/τ})`` with ``m = n`` attendable positions
 and gap ``γ = β/n`` (T) or ``1`` (U) is available for comparison: it costs a factor ``log n``.
 """
@@ -62,8 +65,9 @@ def leak_T(key_const: bool = False) -> sp.Expr:
         S = s_geo + sp.exp(-(HALF + beta * (n - 1) / n) / tau)
         return S / (1 + S)
     S_A = s_geo + sp.exp(-(HALF + beta / n) / tau)
-    # Σ_{j=1}^{n-1} e^{j u} = e^{u} (e^{(n-1)u} − 1)/(e^{u} − 1)
-    S_B = sp.exp(-HALF / tau) * sp.exp(u) * (sp.exp((n - 1) * u) - 1) / (sp.exp(u) - 1)
+    # e^{−1/(2τ)} Σ_{j=1}^{n−1} e^{ju} = e^{−(1/2−β)/τ − u} (1 − e^{−(n−1)u})/(1 − e^{−u}),
+    # written so that every exponent is ≤ 0 for n ≥ 1 (the solver encloses each exp in [0, 1]).
+    S_B = sp.exp(-(HALF - beta) / tau - u) * (1 - sp.exp(-(n - 1) * u)) / (1 - sp.exp(-u))
     t = sp.Max(S_A, S_B)
     return t / (1 + t)
 

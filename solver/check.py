@@ -1,0 +1,252 @@
+"""Prove, refute or give up on a claim ``∀ integer n ∈ [n_lo, n_hi]: bound(n) ≤ η`` (THEORY §8).
+
+Method (SOLVER-NOTES.md):
+
+1. Encode the negated claim on a box of n with exact rational enclosures of every exponential
+   (:mod:`softhard.solver.encode`); run Z3 on the SMT-LIB2 text in a child process that is
+   killed after a hard wall-clock limit (Z3's own timeouts are soft).
+2. ``unsat`` proves the box.  ``sat`` is only a candidate: the integers around the model's n and
+   the box ends are evaluated rigorously (arb); if one really exceeds η the claim is **refuted**
+   with that n, and the smallest violating n is then found by bisection over proved sub-ranges.
+   Otherwise the box is split (and, at a single integer, the enclosure precision doubled).
+3. A box budget or time limit exhausted, or a Z3 ``unknown``/kill, gives **unknown** — never
+   proved.
+4. Independently, :func:`softhard.solver.arbcheck.arb_check` re-checks the claim by ball
+   arithmetic.  A disagreement is reported in the result and turns a "proved" into "unknown".
+
+n is treated as a real in each box (a stronger claim); counterexamples are integers.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import sympy as sp
+import z3
+
+from ..constructions.errors import SolverError
+from .arbcheck import ArbResult, arb_check, value_at
+from .encode import Query, build_query, n
+
+DEFAULT_TIMEOUT_S = 20.0
+
+
+@dataclass
+class Claim:
+    """``∀ integer n ∈ [n_lo, n_hi]: expr(n) ≤ eta``; ``n_hi=None`` means all ``n ≥ n_lo``.
+
+    ``expr`` contains only the symbol ``n`` (every parameter substituted by an exact rational).
+    """
+
+    expr: sp.Expr
+    eta: Fraction
+    n_lo: int
+    n_hi: int | None
+    label: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.eta, Fraction):
+            raise SolverError(f"claim {self.label}: eta must be an exact Fraction, got {self.eta!r}")
+        if self.n_lo < 1 or (self.n_hi is not None and self.n_hi < self.n_lo):
+            raise SolverError(f"claim {self.label}: empty or invalid range [{self.n_lo}, {self.n_hi}]")
+
+    def text(self) -> str:
+        rng = f"[{self.n_lo}, {self.n_hi}]" if self.n_hi is not None else f"[{self.n_lo}, ∞)"
+        return f"for all integers n in {rng}: {self.expr} <= {self.eta}"
+
+
+@dataclass
+class QueryRun:
+    """One Z3 run: the box, the exact SMT-LIB2 text, Z3's answer and its time."""
+
+    lo: int
+    hi: int | None
+    smtlib: str
+    answer: str  # unsat | sat | unknown
+    seconds: float
+    reason: str = ""
+    model_n: str | None = None
+
+
+@dataclass
+class ClaimResult:
+    """Outcome of :func:`check_claim`.
+
+    ``status``: proved | refuted | unknown.  ``queries``: every Z3 run (with its SMT-LIB2 text);
+    ``counterexample``/``value``: the smallest violating integer n and the bound's value there
+    (20 digits, rigorous ball) when refuted; ``second_check``: the arb result; ``disagreement``:
+    True if the two methods contradict each other.
+    """
+
+    claim: Claim
+    status: str
+    queries: list[QueryRun] = field(default_factory=list)
+    seconds: float = 0.0
+    reason: str = ""
+    counterexample: int | None = None
+    value: str | None = None
+    second_check: ArbResult | None = None
+    disagreement: bool = False
+
+
+# ------------------------------------------------------------------------------------------
+# Z3 in a child process with a hard kill
+
+
+def _child(conn, smtlib: str, timeout_ms: int):  # pragma: no cover - runs in the child
+    try:
+        s = z3.Solver()
+        s.set("timeout", timeout_ms)
+        s.from_string(smtlib)
+        r = s.check()
+        out = {"answer": str(r), "reason": ""}
+        if r == z3.sat:
+            m = s.model()
+            for d in m.decls():
+                if d.name() == "n":
+                    v = m[d]
+                    out["n"] = v.as_decimal(30) if z3.is_algebraic_value(v) else str(v.as_fraction())
+        elif r == z3.unknown:
+            out["reason"] = s.reason_unknown()
+        conn.send(out)
+    except Exception as e:  # report, never hang
+        conn.send({"answer": "unknown", "reason": f"z3 error: {e}"})
+    finally:
+        conn.close()
+
+
+def run_z3(smtlib: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[str, str, str | None, float]:
+    """Run one SMT-LIB2 query in a forked child; kill it after ``timeout_s`` + 1 s.
+
+    Returns ``(answer, reason, model_n, seconds)``; a kill is ``("unknown", "timeout", ...)``.
+    """
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    t0 = time.perf_counter()
+    p = ctx.Process(target=_child, args=(child, smtlib, max(1, int(timeout_s * 1000))), daemon=True)
+    p.start()
+    child.close()
+    got = None
+    if parent.poll(timeout_s + 1.0):
+        try:
+            got = parent.recv()
+        except EOFError:
+            got = None
+    if got is None:
+        p.kill()
+        p.join(1)
+        return "unknown", "timeout (hard wall-clock kill)", None, time.perf_counter() - t0
+    p.join(1)
+    if p.is_alive():
+        p.kill()
+    return got["answer"], got.get("reason", ""), got.get("n"), time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def _violates(expr: sp.Expr, eta: Fraction, nv: int) -> tuple[bool, str]:
+    import flint
+    v = value_at(expr, nv)
+    return bool(v > flint.arb(flint.fmpq(eta.numerator, eta.denominator))), v.str(20)
+
+
+def _z3_ranges(claim: Claim, lo: int, hi: int | None, runs: list[QueryRun], *, timeout_s: float,
+               max_boxes: int, deadline: float) -> tuple[str, str, int | None, str | None]:
+    """Prove the claim on [lo, hi] by boxes.  Returns (status, reason, counterexample, value)."""
+    stack: list[tuple[int, int | None, int]] = [(lo, hi, 128)]
+    boxes = 0
+    while stack:
+        a, b, prec = stack.pop()
+        boxes += 1
+        if boxes > max_boxes:
+            return "unknown", f"box budget of {max_boxes} exhausted", None, None
+        if time.perf_counter() > deadline:
+            return "unknown", "time limit reached", None, None
+        qry: Query = build_query(claim.expr, claim.eta, a, b, prec=prec)
+        ans, reason, mn, secs = run_z3(qry.smtlib, timeout_s)
+        runs.append(QueryRun(lo=a, hi=b, smtlib=qry.smtlib, answer=ans, seconds=secs, reason=reason, model_n=mn))
+        if ans == "unsat":
+            continue
+        if ans != "sat":
+            return "unknown", f"z3 answered unknown on n in [{a}, {b}]: {reason}", None, None
+        # candidate integers: around the model's n, and the box ends
+        cands = {a} | ({b} if b is not None else set())
+        if mn is not None:
+            try:
+                x = Fraction(mn.rstrip("?"))
+                for c in (int(x), int(x) + 1):
+                    if a <= c and (b is None or c <= b):
+                        cands.add(c)
+            except (ValueError, ZeroDivisionError):
+                pass
+        for c in sorted(cands):
+            bad, val = _violates(claim.expr, claim.eta, c)
+            if bad:
+                return "refuted", "", c, val
+        # spurious: split (or refine precision at a single integer)
+        if b is not None and a == b:
+            if prec >= 2048:
+                return "unknown", f"enclosures at n = {a} too loose even at {prec} bits", None, None
+            stack.append((a, b, prec * 2))
+            continue
+        if b is None:
+            m = max(2 * a, a + 1)
+            stack.append((m + 1, None, prec))
+            stack.append((a, m, prec))
+            continue
+        m = (a + b) // 2 if b - a < 4 * a else int((a * b) ** 0.5)
+        m = min(max(m, a), b - 1)
+        stack.append((m + 1, b, prec))
+        stack.append((a, m, prec))
+    return "proved", "", None, None
+
+
+def check_claim(claim: Claim, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_boxes: int = 400,
+                total_s: float = 120.0, second_check: bool = True, minimise: bool = True) -> ClaimResult:
+    """Prove, refute or give up on ``claim`` (module docstring); both methods are always reported.
+
+    ``timeout_s``: hard limit per Z3 query; ``max_boxes``/``total_s``: budget for subdivision.
+    Raises :class:`SolverError` only for a claim that cannot be encoded soundly.
+    """
+    t0 = time.perf_counter()
+    deadline = t0 + total_s
+    runs: list[QueryRun] = []
+    status, reason, cex, val = _z3_ranges(claim, claim.n_lo, claim.n_hi, runs, timeout_s=timeout_s,
+                                          max_boxes=max_boxes, deadline=deadline)
+    if status == "refuted" and minimise and cex is not None and cex > claim.n_lo:
+        # smallest violating n: bisection on "no violation in [n_lo, m]"
+        lo_, hi_ = claim.n_lo, cex  # a violation at hi_; none known below lo_
+        while lo_ < hi_ and time.perf_counter() < deadline:
+            m = (lo_ + hi_) // 2
+            st, _, c2, v2 = _z3_ranges(claim, claim.n_lo, m, runs, timeout_s=timeout_s, max_boxes=max_boxes,
+                                       deadline=deadline)
+            if st == "proved":
+                lo_ = m + 1
+            elif st == "refuted":
+                hi_, cex, val = c2, c2, v2
+                if c2 is not None and c2 <= m:
+                    hi_ = c2
+            else:
+                break
+        if lo_ < hi_:
+            reason = f"a violation at n = {cex}; smaller violations not excluded below it"
+    res = ClaimResult(claim=claim, status=status, queries=runs, reason=reason, counterexample=cex, value=val)
+    if second_check:
+        ar = arb_check(claim.expr, claim.eta, claim.n_lo, claim.n_hi,
+                       deadline_s=max(5.0, deadline - time.perf_counter()))
+        res.second_check = ar
+        if status == "proved" and ar.status == "refuted":
+            res.status = "unknown"
+            res.disagreement = True
+            res.reason = (f"DISAGREEMENT: z3 proved the encoded claim but arb refutes it at n = {ar.counterexample} "
+                          f"(value {ar.value}); the encoding is unsound — please report")
+        elif status == "refuted" and ar.status == "proved":
+            res.disagreement = True
+            res.status = "unknown"
+            res.reason = f"DISAGREEMENT: counterexample n = {cex} found but arb proves the claim"
+    res.seconds = time.perf_counter() - t0
+    return res

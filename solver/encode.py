@@ -1,0 +1,269 @@
+"""Sound encoding of "bound(n) ≤ η for all n in a box" as an exact Z3 query.
+
+Z3 must never see ``exp`` or ``log`` (SOLVER-NOTES.md: it accepts them and answers wrongly).
+So every ``exp(g(n))`` in a bound becomes a fresh real variable ``E_k`` constrained to an exact
+rational enclosure ``[L_k, U_k]`` of ``exp(g(n))`` over the box, computed outside the solver with
+outward-rounded interval arithmetic (``mpmath.iv``).  The query asserts the *negation* of the claim:
+
+    lo ≤ n ≤ hi  ∧  ⋀_k L_k ≤ E_k ≤ U_k  ∧  ⋀ denominators ≠ 0  ∧  bound(n, E) > η
+
+Every true counterexample satisfies it, so ``unsat`` proves the claim on the box.  A ``sat`` is
+*not* a counterexample (the enclosures over-approximate); :mod:`softhard.solver.check` checks
+candidate integers rigorously and otherwise splits the box.
+
+Enclosures of exponentials below ``2^-CLAMP_BITS`` are widened to ``[0, 2^-CLAMP_BITS]`` and
+those above ``2^CLAMP_BITS`` keep only their lower bound: both are sound and keep the rationals
+small.  The bounds of :mod:`softhard.bounds.selection` are written with nonpositive exponents so
+that this loses nothing that matters.
+
+Only exact rationals reach Z3 (``z3.Q``); a SymPy ``Float`` or any function other than ``exp``,
+``Max`` and ``Min`` raises :class:`SolverError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import sympy as sp
+import z3
+from mpmath import iv
+
+from ..constructions.errors import SolverError
+
+CLAMP_BITS = 512
+#: symbol for the word length inside claims
+n = sp.Symbol("n", positive=True)
+
+
+def _raw_to_fraction(raw) -> Fraction:
+    """Exact value of an mpmath raw mpf tuple ``(sign, man, exp, bc)``."""
+    sign, man, exp, _ = raw
+    if man == 0:
+        if exp in (0,):  # zero
+            return Fraction(0)
+        raise SolverError("interval endpoint is infinite or NaN")
+    v = Fraction(man) * (Fraction(2) ** exp)
+    return -v if sign else v
+
+
+def _ends(x) -> tuple[Fraction | None, Fraction | None]:
+    """Exact endpoints of an ``iv.mpf``; ``None`` for an infinite endpoint."""
+    a, b = x._mpi_
+    out = []
+    for raw in (a, b):
+        s, man, e, bc = raw
+        if man == 0 and e != 0:  # inf / nan encodings in mpmath
+            out.append(None)
+        else:
+            out.append(_raw_to_fraction(raw))
+    return out[0], out[1]
+
+
+def iv_eval(expr: sp.Expr, n_box):
+    """Outward-rounded interval value of ``expr`` for ``n`` in the interval ``n_box`` (``iv.mpf``).
+
+    Supports ``n``, rationals, ``+``, ``*``, integer powers, ``exp``, ``Max``, ``Min``.
+    Raises :class:`SolverError` for anything else (floats included).
+    """
+    if expr == n:
+        return n_box
+    if expr.is_Rational:
+        return iv.mpf(int(expr.p)) / iv.mpf(int(expr.q))
+    if isinstance(expr, sp.Float):
+        raise SolverError(f"a floating-point constant {expr} reached the solver; use exact rationals")
+    if expr.is_Add:
+        acc = iv.mpf(0)
+        for a in expr.args:
+            acc = acc + iv_eval(a, n_box)
+        return acc
+    if expr.is_Mul:
+        acc = iv.mpf(1)
+        for a in expr.args:
+            acc = acc * iv_eval(a, n_box)
+        return acc
+    if expr.is_Pow and expr.exp.is_Integer:
+        base = iv_eval(expr.base, n_box)
+        k = int(expr.exp)
+        return base**k if k >= 0 else 1 / (base ** (-k))
+    if isinstance(expr, sp.exp):
+        return _iv_exp(iv_eval(expr.args[0], n_box))
+    if isinstance(expr, (sp.Max, sp.Min)):
+        vals = [iv_eval(a, n_box) for a in expr.args]
+        los = [v.a for v in vals]
+        his = [v.b for v in vals]
+        pick = max if isinstance(expr, sp.Max) else min
+        lo = pick(los, key=lambda t: _ends(t)[0])
+        hi = pick(his, key=lambda t: _ends(t)[1])
+        return iv.mpf([lo, hi])
+    raise SolverError(f"cannot enclose {type(expr).__name__} term {expr} soundly")
+
+
+_EXP_CUT = 2 * CLAMP_BITS  # |argument| beyond which exp is not evaluated (ln 2 < 1, so e^{-1024} < 2^{-512})
+
+
+def _iv_exp(x):
+    """``exp`` of an interval without evaluating astronomically large or small arguments:
+    exp is increasing, so ``[a, b] ↦ [e^a, e^b]`` with ``e^a`` replaced by 0 when ``a < −_EXP_CUT``
+    and ``e^b`` by +∞ when ``b > _EXP_CUT`` (mpmath would need ~|a| bits of precision otherwise)."""
+    a, b = _ends(x)
+    lo = iv.mpf(0) if (a is None or a < -_EXP_CUT) else iv.exp(iv.mpf(x.a))
+    if b is None or b > _EXP_CUT:
+        hi = iv.mpf("inf")
+    elif b < -_EXP_CUT:
+        hi = iv.mpf(2) ** (-CLAMP_BITS)
+    else:
+        hi = iv.exp(iv.mpf(x.b))
+    return iv.mpf([lo.a, hi.b])
+
+
+def n_interval(lo: int, hi: int | None):
+    """``iv.mpf`` for the box ``[lo, hi]`` (``hi=None``: unbounded)."""
+    return iv.mpf([lo, "inf"]) if hi is None else iv.mpf([lo, hi])
+
+
+@dataclass
+class Atom:
+    """One exponential of the bound, with its exact enclosure on the current box."""
+
+    name: str
+    expr: sp.Expr
+    lower: Fraction
+    upper: Fraction | None
+
+
+def exp_atoms(expr: sp.Expr) -> list[sp.Expr]:
+    """The distinct ``exp(·)`` subterms of ``expr``, innermost first, in a deterministic order."""
+    atoms = sorted(expr.atoms(sp.exp), key=lambda e: (sp.count_ops(e), sp.srepr(e)))
+    for a in atoms:
+        if a.args[0].has(sp.exp) or a.args[0].has(sp.log):
+            raise SolverError(f"nested transcendental term {a} is not supported")
+    return atoms
+
+
+def enclose(atom: sp.Expr, lo: int, hi: int | None, prec: int) -> tuple[Fraction, Fraction | None]:
+    """Exact rational enclosure of ``atom = exp(g(n))`` for ``n ∈ [lo, hi]`` (clamped; see module doc)."""
+    old = iv.prec
+    iv.prec = prec
+    try:
+        v = iv_eval(atom, n_interval(lo, hi))
+    finally:
+        iv.prec = old
+    L, U = _ends(v)
+    L = Fraction(0) if L is None or L < 0 else L
+    tiny = Fraction(1, 2**CLAMP_BITS)
+    big = Fraction(2**CLAMP_BITS)
+    if U is not None and U < tiny:
+        return Fraction(0), tiny
+    if L < tiny:
+        L = Fraction(0)
+    if U is not None and U > big:
+        U = None
+    if L > big:
+        L = big
+    return L, U
+
+
+def q(x: Fraction) -> z3.ArithRef:
+    """Exact Z3 rational from a Fraction (never from a float)."""
+    if not isinstance(x, (Fraction, int)) or isinstance(x, bool):
+        raise SolverError(f"non-rational constant {x!r} would reach Z3")
+    x = Fraction(x)
+    return z3.Q(x.numerator, x.denominator) if x.denominator != 1 else z3.RealVal(x.numerator)
+
+
+class _Translator:
+    """SymPy → Z3 over reals, refusing transcendental functions and floats."""
+
+    def __init__(self, nvar: z3.ArithRef, atoms: dict[sp.Expr, z3.ArithRef]):
+        self.nvar = nvar
+        self.atoms = atoms
+        self.nonzero: list[z3.ArithRef] = []
+
+    def __call__(self, e: sp.Expr) -> z3.ArithRef:
+        if e in self.atoms:
+            return self.atoms[e]
+        if e == n:
+            return self.nvar
+        if e.is_Rational:
+            return q(Fraction(int(e.p), int(e.q)))
+        if isinstance(e, sp.Float):
+            raise SolverError(f"a floating-point constant {e} reached the Z3 translator; use exact rationals")
+        if e.is_Add:
+            return z3.Sum([self(a) for a in e.args])
+        if e.is_Mul:
+            num, den = [], []
+            for a in e.args:
+                if a.is_Pow and a.exp.is_Integer and int(a.exp) < 0:
+                    den.append(self(a.base) if int(a.exp) == -1 else self(a.base) ** (-int(a.exp)))
+                else:
+                    num.append(self(a))
+            top = num[0] if len(num) == 1 else (z3.Product(num) if num else z3.RealVal(1))
+            if not den:
+                return top
+            bot = den[0] if len(den) == 1 else z3.Product(den)
+            self.nonzero.append(bot)
+            return top / bot
+        if e.is_Pow and e.exp.is_Integer:
+            k = int(e.exp)
+            b = self(e.base)
+            if k >= 0:
+                return b**k if k != 1 else b
+            d = b ** (-k) if k != -1 else b
+            self.nonzero.append(d)
+            return 1 / d
+        if isinstance(e, sp.Max) or isinstance(e, sp.Min):
+            args = [self(a) for a in e.args]
+            acc = args[0]
+            for a in args[1:]:
+                acc = z3.If(acc >= a, acc, a) if isinstance(e, sp.Max) else z3.If(acc <= a, acc, a)
+            return acc
+        if isinstance(e, (sp.exp, sp.log)) or e.is_Pow:
+            raise SolverError(f"transcendental term {e} must not reach Z3 (SOLVER-NOTES: Z3 answers such queries wrongly)")
+        raise SolverError(f"cannot translate {type(e).__name__} term {e} to Z3")
+
+
+@dataclass
+class Query:
+    """One box query: its SMT-LIB2 text, the atoms' enclosures, and the box."""
+
+    smtlib: str
+    lo: int
+    hi: int | None
+    atoms: list[Atom]
+    prec: int
+
+
+def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: int = 128) -> Query:
+    """The negated claim ``∃ n ∈ [lo, hi]: expr(n) > eta`` with exp atoms enclosed (module doc).
+
+    ``expr`` may contain only the symbol :data:`n`; all parameters must already be exact rationals.
+    Raises :class:`SolverError` if a free symbol other than n, a float or a transcendental function
+    other than exp would reach Z3.
+    """
+    free = expr.free_symbols - {n}
+    if free:
+        raise SolverError(f"claim still has free parameters {sorted(map(str, free))}; substitute exact values")
+    if isinstance(eta, float):
+        raise SolverError("eta must be an exact rational")
+    nvar = z3.Real("n")
+    s = z3.Solver()
+    s.add(nvar >= lo)
+    if hi is not None:
+        s.add(nvar <= hi)
+    atoms: list[Atom] = []
+    amap: dict[sp.Expr, z3.ArithRef] = {}
+    for k, a in enumerate(exp_atoms(expr)):
+        L, U = enclose(a, lo, hi, prec)
+        v = z3.Real(f"E{k}")
+        amap[a] = v
+        s.add(v >= q(L))
+        if U is not None:
+            s.add(v <= q(U))
+        atoms.append(Atom(name=f"E{k}", expr=a, lower=L, upper=U))
+    tr = _Translator(nvar, amap)
+    body = tr(expr)
+    for d in tr.nonzero:
+        s.add(d != 0)
+    s.add(body > q(Fraction(eta)))
+    return Query(smtlib=s.to_smt2(), lo=lo, hi=hi, atoms=atoms, prec=prec)
