@@ -20,20 +20,20 @@ import networkx as nx
 import sympy as sp
 
 from . import selection as S
-from .selection import SelectionBound, beta, eta, n, tau
+from .core import Bound, beta, eta, n, tau
 
 DPS = 50
 
 
 @dataclass
 class NodeBound:
-    """Bound of one attention node: the node's id, operator, layer and its :class:`SelectionBound`."""
+    """Bound of one attention node: the node's id, operator, layer and its :class:`Bound`."""
 
     node: str
     operator: str
     layer: int
     formula: str
-    bound: SelectionBound
+    bound: Bound
 
     @property
     def leak(self) -> sp.Expr:
@@ -47,21 +47,42 @@ class NodeBound:
         return evaluate(self.leak, n_value=n_value, inv_tau=inv_tau, beta_value=beta_value, eta_value=eta_value)
 
 
-def derive(g: nx.DiGraph, regime: str) -> dict[str, NodeBound]:
-    """Per attention node of ``g``: its tight leak bound and closed forms (THEORY §4).
+#: ``op -> rule(graph, node_id, regime) -> Bound | None`` (None: the node is exact, no claim)
+BOUND_RULES: dict = {}
 
-    Returns ``{node id: NodeBound}`` in topological order.  Raises ``ValueError`` for an unknown
-    regime or a node kind without a bound.
+
+def bound_rule(op: str):
+    """Register the function that gives the :class:`Bound` of attention nodes with ``op``."""
+    def deco(fn):
+        BOUND_RULES[op] = fn
+        return fn
+    return deco
+
+
+@bound_rule("select")
+def _selection_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
+    return S.selection_bound(regime, key_const=bool(g.nodes[v].get("key_const")))
+
+
+def derive(g: nx.DiGraph, regime: str) -> dict[str, NodeBound]:
+    """Per attention node of ``g``: its bound (THEORY §4 selections; other kinds via
+    :data:`BOUND_RULES`).  Returns ``{node id: NodeBound}`` in topological order; nodes whose rule
+    returns None (exact nodes) are omitted.  Raises ``ValueError`` for an unknown regime or a node
+    kind without a rule.
     """
     out: dict[str, NodeBound] = {}
     for v in nx.topological_sort(g):
         a = g.nodes[v]
         if a["kind"] != "attn":
             continue
-        if a["op"] != "select":
-            raise ValueError(f"node {v!r}: no bound for attention op {a['op']!r}")
-        out[v] = NodeBound(node=v, operator=a["operator"], layer=a["layer"], formula=a["formula"],
-                           bound=S.selection_bound(regime, key_const=bool(a.get("key_const"))))
+        rule = BOUND_RULES.get(a["op"])
+        if rule is None:
+            raise ValueError(f"node {v!r}: no bound rule for attention op {a['op']!r}")
+        b = rule(g, v, regime)
+        if b is None:
+            continue
+        out[v] = NodeBound(node=v, operator=a.get("operator", a["op"]), layer=a["layer"],
+                           formula=a.get("formula", v), bound=b)
     return out
 
 

@@ -34,15 +34,10 @@ and gap ``γ = β/n`` (T) or ``1`` (U) is available for comparison: it costs a f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import sympy as sp
 
-n = sp.Symbol("n", positive=True)
-tau = sp.Symbol("tau", positive=True)
-beta = sp.Symbol("beta", positive=True)
-eta = sp.Symbol("eta", positive=True)
-HALF = sp.Rational(1, 2)
+from .core import HALF, Bound, asymptotic_order, beta, eta, gap_lemma, n, tau
+
 #: splitting constant θ of the sufficient closed form for regime T (see :func:`inv_tau_star_T`)
 THETA = sp.Rational(1, 1000)
 
@@ -87,12 +82,6 @@ def leak_U_all_n() -> sp.Expr:
     return sp.exp(-1 / tau)
 
 
-def gap_lemma(m: sp.Expr, gap: sp.Expr) -> sp.Expr:
-    """Generic gap-lemma leak bound ``(m−1)e^{−γ/τ} / (1 + (m−1)e^{−γ/τ})`` (THEORY §2, a = 1)."""
-    s = (m - 1) * sp.exp(-gap / tau)
-    return s / (1 + s)
-
-
 def generic_T() -> sp.Expr:
     """Gap lemma for a regime-T selection: m = n attendable positions, gap γ = β/n."""
     return gap_lemma(n, beta / n)
@@ -130,83 +119,24 @@ def inv_tau_star_generic(m: sp.Expr, gap: sp.Expr) -> sp.Expr:
     return sp.log((m - 1) * (1 - eta) / eta) / gap
 
 
-_CLASSES = [
-    (sp.Integer(1), "Θ(1)"),
-    (sp.log(n), "Θ(log n)"),
-    (n, "Θ(n)"),
-    (n * sp.log(n), "Θ(n log n)"),
-    (n**2, "Θ(n²)"),
-]
+SelectionBound = Bound  # backwards-compatible name
 
 
-def asymptotic_order(expr: sp.Expr, var: sp.Symbol = n) -> tuple[str, sp.Expr]:
-    """Order of growth of ``expr`` as ``var → ∞``: ``("Θ(n)", leading constant)``.
-
-    Handles ``Max`` by taking the fastest-growing argument.  Raises ``ValueError`` when none of
-    Θ(1), Θ(log n), Θ(n), Θ(n log n), Θ(n²) fits.  Uses SymPy's ``limit`` (Gruntz algorithm).
-    """
-    if isinstance(expr, sp.Max):
-        best = None
-        for a in expr.args:
-            try:
-                k, c = asymptotic_order(a, var)
-            except ValueError:
-                continue
-            rank = [lab for _, lab in _CLASSES].index(k)
-            if best is None or rank > best[0] or (rank == best[0] and bool(c > best[2])):
-                best = (rank, k, c)
-        if best is None:
-            raise ValueError(f"no growth class fits {expr}")
-        return best[1], best[2]
-    if not expr.has(var):
-        return "Θ(1)", expr
-    for cls, label in _CLASSES:
-        c = sp.limit(expr / cls, var, sp.oo)
-        if c.is_finite and c != 0:
-            return label, sp.nsimplify(c) if c.is_number else c
-    raise ValueError(f"no growth class fits {expr}")
-
-
-@dataclass
-class SelectionBound:
-    """The bounds of one selection node in one regime.
-
-    ``leak``: tight bound δ(n, τ, β); ``all_n``: an n-independent bound (regime U) or ``None``;
-    ``generic``: the gap lemma's bound for comparison; ``inv_tau_star``: closed-form sufficient
-    ``1/τ`` in (n, η, β); ``inv_tau_star_generic``: the same from the gap lemma; ``gap``: the
-    minimum score gap; ``n_min``: smallest n the expressions are valid for (smaller n have
-    leak 0: only BOS is attendable); ``attained_by``: the adversarial input family.
-    """
-
-    regime: str
-    key_const: bool
-    leak: sp.Expr
-    generic: sp.Expr
-    inv_tau_star: sp.Expr
-    inv_tau_star_generic: sp.Expr
-    gap: sp.Expr
-    all_n: sp.Expr | None
-    n_min: int
-    attained_by: str
-    source: str = "THEORY §2, §4"
-    params: dict = field(default_factory=dict)
-
-
-def selection_bound(regime: str, key_const: bool = False) -> SelectionBound:
-    """:class:`SelectionBound` for a selection head in regime ``"T"`` or ``"U"`` (THEORY §4).
+def selection_bound(regime: str, key_const: bool = False) -> Bound:
+    """:class:`Bound` for a selection head in regime ``"T"`` or ``"U"`` (THEORY §4).
 
     Raises ``ValueError`` for an unknown regime.
     """
     if regime == "T":
-        return SelectionBound(
-            regime="T", key_const=key_const, leak=leak_T(key_const), generic=generic_T(),
+        return Bound(
+            kind="selection", regime="T", key_const=key_const, leak=leak_T(key_const), generic=generic_T(),
             inv_tau_star=inv_tau_star_T(), inv_tau_star_generic=inv_tau_star_generic(n, beta / n),
             gap=beta / n, all_n=None, n_min=2,
             attained_by=("every word at the last query (key ≡ 1)" if key_const else
                          "a run of key = 1 ending just before the query (case A); key ≡ 0 (case B)"))
     if regime == "U":
-        return SelectionBound(
-            regime="U", key_const=key_const, leak=leak_U(), generic=generic_U(),
+        return Bound(
+            kind="selection", regime="U", key_const=key_const, leak=leak_U(), generic=generic_U(),
             inv_tau_star=inv_tau_star_U(), inv_tau_star_generic=inv_tau_star_generic(n, sp.Integer(1)),
             gap=sp.Integer(1), all_n=leak_U_all_n(), n_min=1,
             attained_by="key ≡ 1 or key ≡ 0 up to the query")
