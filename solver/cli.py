@@ -102,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fixed temperature for every length (default: the tight 1/tau(n) at each length)")
     p.set_defaults(func=cmd_confirm)
 
+    from . import certify_cli
+    certify_cli.register(sub, _common, _positive_int, _tau)
     return ap
 
 

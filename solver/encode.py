@@ -164,12 +164,12 @@ def enclose(atom: sp.Expr, lo: int, hi: int | None, prec: int) -> tuple[Fraction
     return L, U
 
 
-def q(x: Fraction) -> z3.ArithRef:
+def q(x: Fraction, ctx: z3.Context | None = None) -> z3.ArithRef:
     """Exact Z3 rational from a Fraction (never from a float)."""
     if not isinstance(x, (Fraction, int)) or isinstance(x, bool):
         raise SolverError(f"non-rational constant {x!r} would reach Z3")
     x = Fraction(x)
-    return z3.Q(x.numerator, x.denominator) if x.denominator != 1 else z3.RealVal(x.numerator)
+    return z3.Q(x.numerator, x.denominator, ctx) if x.denominator != 1 else z3.RealVal(x.numerator, ctx)
 
 
 class _Translator:
@@ -177,6 +177,7 @@ class _Translator:
 
     def __init__(self, nvar: z3.ArithRef, atoms: dict[sp.Expr, z3.ArithRef]):
         self.nvar = nvar
+        self.ctx = nvar.ctx
         self.atoms = atoms
         self.nonzero: list[z3.ArithRef] = []
 
@@ -186,7 +187,7 @@ class _Translator:
         if e == n:
             return self.nvar
         if e.is_Rational:
-            return q(Fraction(int(e.p), int(e.q)))
+            return q(Fraction(int(e.p), int(e.q)), self.ctx)
         if isinstance(e, sp.Float):
             raise SolverError(f"a floating-point constant {e} reached the Z3 translator; use exact rationals")
         if e.is_Add:
@@ -198,7 +199,7 @@ class _Translator:
                     den.append(self(a.base) if int(a.exp) == -1 else self(a.base) ** (-int(a.exp)))
                 else:
                     num.append(self(a))
-            top = num[0] if len(num) == 1 else (z3.Product(num) if num else z3.RealVal(1))
+            top = num[0] if len(num) == 1 else (z3.Product(num) if num else z3.RealVal(1, self.ctx))
             if not den:
                 return top
             bot = den[0] if len(den) == 1 else z3.Product(den)
@@ -246,8 +247,9 @@ def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: 
         raise SolverError(f"claim still has free parameters {sorted(map(str, free))}; substitute exact values")
     if isinstance(eta, float):
         raise SolverError("eta must be an exact rational")
-    nvar = z3.Real("n")
-    s = z3.Solver()
+    ctx = z3.Context()  # a fresh context per query: its SMT-LIB2 text is a function of the claim alone
+    nvar = z3.Real("n", ctx)
+    s = z3.Solver(ctx=ctx)
     s.add(nvar >= lo)
     if hi is not None:
         s.add(nvar <= hi)
@@ -255,15 +257,15 @@ def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: 
     amap: dict[sp.Expr, z3.ArithRef] = {}
     for k, a in enumerate(exp_atoms(expr)):
         L, U = enclose(a, lo, hi, prec)
-        v = z3.Real(f"E{k}")
+        v = z3.Real(f"E{k}", ctx)
         amap[a] = v
-        s.add(v >= q(L))
+        s.add(v >= q(L, ctx))
         if U is not None:
-            s.add(v <= q(U))
+            s.add(v <= q(U, ctx))
         atoms.append(Atom(name=f"E{k}", expr=a, lower=L, upper=U))
     tr = _Translator(nvar, amap)
     body = tr(expr)
     for d in tr.nonzero:
         s.add(d != 0)
-    s.add(body > q(Fraction(eta)))
+    s.add(body > q(Fraction(eta), ctx))
     return Query(smtlib=s.to_smt2(), lo=lo, hi=hi, atoms=atoms, prec=prec)

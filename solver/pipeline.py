@@ -1,41 +1,69 @@
-"""The one pipeline: spec → graph → transformer and bounds (ARCHITECTURE.md).
+"""The one pipeline: source → graph → transformer and bounds (ARCHITECTURE.md).
 
-Every command (run, bound, confirm, certify, verify) builds its construction here, so there is a
-single path from a formula to its transformer and its bounds.
+Every command (run, bound, confirm, certify, verify) obtains its :class:`Construction` here, so
+there is a single path from a formula (or, through :data:`SOURCES`, any other kind of input) to
+its transformer and its bounds, and a certificate can be re-derived from the ``source`` it stores.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Callable
 
 import mpmath
 import networkx as nx
 import sympy as sp
 
-from ..bounds import selection as S
+from ..bounds.core import tau
 from ..bounds.derive import NodeBound, derive, evaluate, required_inv_tau
 from ..constructions.compile import compile_formula
+from ..constructions.errors import CertificateError
 from ..constructions.model import Transformer
-from ..constructions.parse import FormulaSpec
+from ..constructions.parse import FormulaSpec, parse_formula
 from ..constructions.weights import DEFAULT_BETA, DEFAULT_ETA, build_transformer, check_beta, check_eta, check_regime
 
 
 @dataclass
 class Construction:
-    """A formula's construction in one regime: graph, explicit transformer and node bounds."""
+    """A construction ready for bounds, proofs and numeric runs.
 
-    spec: FormulaSpec
+    * ``kind``/``source``: how to rebuild it (JSON-serialisable; see :data:`SOURCES`);
+    * ``title``: one line for humans; ``regime``: "T" or "U" (or a kind-specific label);
+    * ``params``: exact fixed parameters by symbol name (``beta``, ``eta``, …); the temperature
+      ``tau`` is chosen per run or per certificate;
+    * ``graph``, ``model``, ``bounds``: the computation graph, explicit transformer, node bounds;
+    * ``spec``: the formula spec, for formula constructions.
+    """
+
+    kind: str
+    source: dict
+    title: str
     regime: str
-    beta: Fraction
-    eta: Fraction
+    params: dict[str, Fraction]
     graph: nx.DiGraph
     model: Transformer
     bounds: dict[str, NodeBound]
+    spec: FormulaSpec | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
+    @property
+    def beta(self) -> Fraction:
+        return self.params.get("beta", DEFAULT_BETA)
+
+    @property
+    def eta(self) -> Fraction:
+        return self.params["eta"]
+
+    def subs(self, inv_tau: Fraction | None = None) -> dict[sp.Symbol, sp.Rational]:
+        """SymPy substitution of every exact parameter (and τ = 1/inv_tau if given)."""
+        out = {sp.Symbol(k, positive=True): sp.Rational(v.numerator, v.denominator) for k, v in self.params.items()}
+        if inv_tau is not None:
+            out[tau] = sp.Rational(inv_tau.denominator, inv_tau.numerator)
+        return out
+
     def distinct_bounds(self) -> list[NodeBound]:
-        """One node per distinct leak expression (nodes of the same kind share a bound)."""
+        """One node per distinct bound expression (nodes of the same kind share a bound)."""
         seen: dict[sp.Expr, NodeBound] = {}
         for nb in self.bounds.values():
             seen.setdefault(nb.leak, nb)
@@ -47,7 +75,7 @@ class Construction:
         if key not in self._cache:
             vals = [mpmath.mpf(0)]
             for nb in self.distinct_bounds():
-                if n < nb.bound.n_min:
+                if n < nb.bound.n_min or nb.bound.inv_tau_star is None:
                     continue
                 vals.append(evaluate(nb.bound.inv_tau_star, n_value=n, inv_tau=1, beta_value=self.beta,
                                      eta_value=self.eta))
@@ -68,23 +96,46 @@ class Construction:
 
     def default_inv_tau(self, n: int) -> float:
         """The inverse temperature ``run`` uses without ``--tau``: the closed form 1/τ*(n, η)
-        (regime T: at the word's length; regime U: one value for all n).  Never below 1e-300."""
+        (regime T: at the word's length; regime U: one value for all n)."""
         v = self.inv_tau_closed_form(n if self.regime == "T" else 2)
-        return max(float(v), 1e-300) if v > 0 else 1.0
+        return float(v) if v > 0 else 1.0
 
 
 def build(spec: FormulaSpec, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAULT_ETA) -> Construction:
-    """Compile ``spec`` and build its transformer and bounds in ``regime`` ("T" or "U").
+    """Compile a formula ``spec`` and build its transformer and bounds in ``regime`` ("T" or "U").
 
     Raises :class:`ParameterError` for a bad regime, β or η and :class:`FormulaError` for a formula
-    the construction does not support.
+    the construction does not support.  Implements THEORY §3–§4 via constructions and bounds.
     """
     check_regime(regime)
     beta, eta = check_beta(beta), check_eta(eta)
     g = compile_formula(spec.formula, spec.alphabet, at=spec.at)
     model = build_transformer(g, regime, beta=beta, eta=eta)
-    return Construction(spec=spec, regime=regime, beta=beta, eta=eta, graph=g, model=model,
-                        bounds=derive(g, regime))
+    source = {"kind": "formula", "formula": str(spec.formula), "alphabet": list(spec.alphabet), "at": spec.at,
+              "name": spec.name, "description": spec.description, "file": spec.source}
+    return Construction(kind="formula", source=source, title=f"{spec.name}: {spec.formula}" if spec.name and
+                        spec.name != str(spec.formula) else str(spec.formula), regime=regime,
+                        params={"beta": beta, "eta": eta}, graph=g, model=model, bounds=derive(g, regime), spec=spec)
 
 
-__all__ = ["Construction", "build", "S"]
+def _rebuild_formula(source: dict, regime: str, params: dict[str, Fraction]) -> Construction:
+    try:
+        formula = parse_formula(source["formula"], source="certificate source.formula")
+        spec = FormulaSpec(name=source.get("name") or str(formula), description=source.get("description") or "",
+                           alphabet=tuple(source["alphabet"]), formula=formula, at=source["at"],
+                           source=source.get("file") or "<certificate>")
+    except KeyError as e:
+        raise CertificateError(f"source.{e.args[0]}: missing") from None
+    return build(spec, regime, beta=params.get("beta", DEFAULT_BETA), eta=params["eta"])
+
+
+#: ``kind -> rebuild(source, regime, params) -> Construction`` (used by ``verify``)
+SOURCES: dict[str, Callable[[dict, str, dict], Construction]] = {"formula": _rebuild_formula}
+
+
+def rebuild(source: dict, regime: str, params: dict[str, Fraction]) -> Construction:
+    """Re-derive a construction from a certificate's stored ``source`` (ARCHITECTURE: verify)."""
+    kind = source.get("kind")
+    if kind not in SOURCES:
+        raise CertificateError(f"source.kind: unknown construction kind {kind!r}")
+    return SOURCES[kind](source, regime, params)

@@ -1,0 +1,634 @@
+"""Bound certificates: assemble, write atomically, load, and verify (THEORY §8).
+
+A certificate asserts, for one construction, its exact parameters and a length range, that every
+attention node's error bound meets its tolerance — per node: the symbolic bound (SymPy ``srepr``
+and LaTeX), the condition, how it was established (``proved`` with the exact SMT-LIB2 queries Z3
+found unsatisfiable, ``refuted`` with a counterexample, or ``unknown``), the independent arb
+check, and the numeric confirmation (inputs tried, worst observed, bound there, ratio).  The
+composed claim of a logic is the conjunction (THEORY §3).
+
+Integrity: every top-level section, node and claim has its own SHA-256 (so an edit is reported
+by field), plus one hash of the whole.  :func:`verify_certificate` additionally re-derives the
+construction from the stored source, regenerates every query from the stated bound, parameters
+and range, re-runs them, re-checks counterexamples and the numeric summary, so an edit that also
+rewrites the hashes is still caught, by field.
+
+The JSON Schema is shipped as ``softhard/solver/schema/certificate-1.schema.json``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import tempfile
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from importlib import metadata, resources
+from pathlib import Path
+from typing import Callable
+
+import mpmath
+import networkx as nx
+import sympy as sp
+
+from ..bounds.confirm import confirm
+from ..bounds.core import n as n_sym
+from ..bounds.derive import NodeBound, latex
+from ..constructions.errors import CertificateError, ParameterError
+from ..constructions.simulate import adversarial_words, all_words, random_words
+from .arbcheck import value_at
+from .check import Claim, ClaimResult, check_claim, run_z3
+from .encode import build_query
+from .pipeline import Construction, rebuild
+from .search import find_inv_tau
+
+SCHEMA = "softhard-certificate"
+SCHEMA_VERSION = 1
+SCHEMA_FILE = "certificate-1.schema.json"
+
+
+def schema() -> dict:
+    """The JSON Schema of certificates (draft 2020-12)."""
+    return json.loads(resources.files("softhard.solver").joinpath("schema", SCHEMA_FILE).read_text("utf-8"))
+
+
+def _versions() -> dict:
+    out = {"python": platform.python_version()}
+    for dist in ("softhard", "z3-solver", "sympy", "mpmath", "python-flint", "numpy", "networkx", "lark"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def frac_str(x: Fraction) -> str:
+    return f"{x.numerator}/{x.denominator}" if x.denominator != 1 else str(x.numerator)
+
+
+def parse_frac(s, where: str) -> Fraction:
+    try:
+        return Fraction(str(s))
+    except (ValueError, ZeroDivisionError):
+        raise CertificateError(f"{where}: {s!r} is not an exact rational") from None
+
+
+# --------------------------------------------------------------------------------------------
+# claims
+
+
+@dataclass
+class ClaimSpec:
+    """One claim to prove: the substituted bound (in n only), tolerance, range, and the nodes using it."""
+
+    id: str
+    expr: sp.Expr
+    tolerance: Fraction
+    n_lo: int
+    n_hi: int | None
+    nodes: list[str] = field(default_factory=list)
+    template: NodeBound | None = None
+
+    def claim(self) -> Claim:
+        return Claim(self.expr, self.tolerance, self.n_lo, self.n_hi, label=self.id)
+
+
+def claim_specs(c: Construction, inv_tau: Fraction, n_lo: int, n_max: int, all_n: bool) -> list[ClaimSpec]:
+    """The distinct claims for construction ``c`` at ``1/τ = inv_tau`` (one per distinct bound)."""
+    subs = c.subs(inv_tau)
+    out: dict[tuple, ClaimSpec] = {}
+    for v, nb in c.bounds.items():
+        b = nb.bound
+        lo = max(n_lo, b.n_min)
+        hi = None if all_n else n_max
+        if hi is not None and lo > hi:
+            continue  # the node is exact on the whole range (only BOS attendable)
+        expr = sp.sympify(b.leak).subs(subs)
+        tol = sp.sympify(b.tolerance).subs(subs)
+        if expr.free_symbols - {n_sym} or not tol.is_Rational:
+            raise ParameterError(f"node {v}: bound has unassigned parameters "
+                                 f"{sorted(map(str, (expr.free_symbols - {n_sym}) | tol.free_symbols))}")
+        key = (sp.srepr(expr), str(tol), lo, hi)
+        if key not in out:
+            out[key] = ClaimSpec(id=f"c{len(out)}", expr=expr, tolerance=Fraction(int(tol.p), int(tol.q)),
+                                 n_lo=lo, n_hi=hi, template=nb)
+        out[key].nodes.append(v)
+    return list(out.values())
+
+
+def _claim_json(cs: ClaimSpec, r: ClaimResult) -> dict:
+    sc = r.second_check
+    return {
+        "id": cs.id,
+        "nodes": cs.nodes,
+        "expr_srepr": sp.srepr(cs.expr),
+        "expr_text": str(cs.expr),
+        "tolerance": frac_str(cs.tolerance),
+        "n_lo": cs.n_lo,
+        "n_hi": cs.n_hi,
+        "condition": Claim(cs.expr, cs.tolerance, cs.n_lo, cs.n_hi).text(),
+        "status": r.status,
+        "method": ("z3 (negated claim unsatisfiable on every box; exp terms replaced by exact rational "
+                   "enclosures, n real)") if r.status == "proved" else
+                  ("z3 candidate + arb rigorous evaluation at the counterexample" if r.status == "refuted"
+                   else "z3/arb inconclusive"),
+        "reason": r.reason,
+        "counterexample": r.counterexample,
+        "value_at_counterexample": r.value,
+        "seconds": round(r.seconds, 6),
+        "queries": [{"lo": q.lo, "hi": q.hi, "answer": q.answer, "seconds": round(q.seconds, 6),
+                     "reason": q.reason, "smtlib": q.smtlib} for q in r.queries],
+        "second_check": None if sc is None else {
+            "method": "python-flint arb ball arithmetic with subdivision", "status": sc.status, "boxes": sc.boxes,
+            "seconds": round(sc.seconds, 6), "counterexample": sc.counterexample, "value": sc.value,
+            "reason": sc.reason},
+        "disagreement": r.disagreement,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# numeric confirmation
+
+
+def numeric_families(c: Construction, n_max: int, inv_tau: float, *, exhaustive_len: int = 10,
+                     random_count: int = 1000, random_n_max: int = 500, adversarial_ns=(10, 100, 1000, 10000),
+                     seed: int = 0) -> dict[str, list]:
+    """The input families of the numeric confirmation (issue 2 item 7), capped by ``n_max``."""
+    alph = c.model.alphabet
+    exh = []
+    for k in range(1, min(exhaustive_len, n_max) + 1):
+        if len(alph) ** k > 50_000:
+            break
+        exh.extend(all_words(alph, k))
+    rnd = []
+    if random_count:
+        # lengths from a log-spaced grid (≤ 32 distinct values: one batch per length)
+        top = min(random_n_max, n_max)
+        grid = sorted({max(1, int(round(top ** (k / 31)))) for k in range(32)})
+        per = max(1, random_count // len(grid))
+        for k, L in enumerate(grid):
+            rnd.extend(random_words(alph, per, L, seed=seed + k, n_min=L))
+    adv: list = []
+    for k in sorted({min(k, n_max) for k in adversarial_ns}):
+        adv.extend(dict.fromkeys(adversarial_words(c.model, k, inv_tau).values()))
+    fams = {"exhaustive": exh, "random": rnd, "adversarial": list(dict.fromkeys(adv))}
+    return {k: v for k, v in fams.items() if v}
+
+
+def _numeric(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, progress=None) -> dict:
+    it = float(inv_tau)
+    fams = numeric_families(c, n_max, it, **opts)
+    conf = confirm(c.model, c.bounds, fams, it, beta=c.beta, eta=c.eta, progress=progress)
+    per_node = {}
+    for v in c.bounds:
+        cs = [x for x in conf.checks if x.node == v]
+        if not cs:
+            continue
+        w = max(cs, key=lambda x: x.ratio)
+        per_node[v] = {
+            "inputs": sum(x.inputs for x in cs),
+            "worst_observed": w.observed, "bound_there": w.bound, "ratio": w.ratio,
+            "at_n": w.n, "family": w.family, "word": w.word if len(w.word) <= 64 else w.word[:61] + "...",
+            "row": w.row, "allowance_rel": w.allowance_rel,
+            "violations": sum(not x.ok for x in cs),
+            "max_ratio_by_family": {f: max(x.ratio for x in cs if x.family == f)
+                                    for f in dict.fromkeys(x.family for x in cs)},
+        }
+    return {"inv_tau_float": it, "families": {k: len(v) for k, v in fams.items()},
+            "mismatched_outputs": sum(len(v) for v in conf.mismatches.values()),
+            "max_output_deviation": conf.max_output_deviation, "ok": conf.ok, "nodes": per_node,
+            "note": "a numeric run confirms or refutes, never proves (THEORY §7)"}
+
+
+# --------------------------------------------------------------------------------------------
+# certify
+
+
+def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None = None, find_tau: bool = False,
+            all_n: bool | None = None, timeout_s: float = 20.0, numeric: bool = True, numeric_opts: dict | None = None,
+            progress: Callable[[str], None] | None = None) -> dict:
+    """Build a certificate for ``c`` on ``n ∈ [n_lo, n_max]`` (or all ``n ≥ n_lo`` in regime U).
+
+    Exactly one of ``tau`` (an exact positive Fraction) and ``find_tau`` must be given.
+    ``all_n`` defaults to True in regime U (its bound is uniform in n) and False in regime T.
+    Returns the certificate as a dict (see the schema); raises :class:`ParameterError` on bad input.
+    """
+    t_start = time.perf_counter()
+    if (tau is None) == (not find_tau):
+        raise ParameterError("give exactly one of --tau T and --find-tau")
+    if n_max < 1 or n_lo < 1 or n_lo > n_max:
+        raise ParameterError(f"need 1 <= n_min <= n_max, got n_min={n_lo}, n_max={n_max}")
+    if tau is not None and tau <= 0:
+        raise ParameterError(f"tau must be > 0, got {tau}")
+    if all_n is None:
+        all_n = c.regime == "U"
+    say = progress or (lambda s: None)
+    search = None
+    if find_tau:
+        say("searching for the largest certifiable tau")
+        search = _search(c, n_lo, n_max, all_n, timeout_s)
+        if search["inv_tau"] is None:
+            raise CertificateError(f"--find-tau: {search['message']}")
+        inv_tau = parse_frac(search["inv_tau"], "search")
+    else:
+        inv_tau = 1 / tau
+    t_solve = time.perf_counter()
+    specs = claim_specs(c, inv_tau, n_lo, n_max, all_n)
+    results: dict[str, ClaimResult] = {}
+    for cs in specs:
+        say(f"proving claim {cs.id} ({len(cs.nodes)} node(s))")
+        results[cs.id] = check_claim(cs.claim(), timeout_s=timeout_s)
+    solve_s = time.perf_counter() - t_solve
+    claims = [_claim_json(cs, results[cs.id]) for cs in specs]
+    by_node = {v: cs for cs in specs for v in cs.nodes}
+    t_num = time.perf_counter()
+    num = None
+    if numeric:
+        say("numeric confirmation")
+        num = _numeric(c, n_max, inv_tau, numeric_opts or {}, progress=lambda f: say(f"numeric: {f}"))
+    numeric_s = time.perf_counter() - t_num
+    nodes = []
+    for v, nb in c.bounds.items():
+        cs = by_node.get(v)
+        b = nb.bound
+        nodes.append({
+            "node": v, "operator": nb.operator, "layer": nb.layer, "kind": b.kind,
+            "bound": {"srepr": sp.srepr(b.leak), "text": str(b.leak), "latex": latex(b.leak),
+                      "tolerance": str(b.tolerance), "valid_for_n_ge": b.n_min, "source": b.source,
+                      "attained_by": b.attained_by},
+            "condition": (f"{b.kind} error <= {b.tolerance} for every integer n in "
+                          f"[{max(n_lo, b.n_min)}, {'inf' if all_n else n_max}]"
+                          + (f"; for n < {b.n_min} only BOS is attendable and the error is 0" if b.n_min > n_lo else "")),
+            "claim": cs.id if cs else None,
+            "status": results[cs.id].status if cs else "proved",
+            "numeric": (num or {}).get("nodes", {}).get(v),
+        })
+    statuses = [x["status"] for x in claims]
+    status = "refuted" if "refuted" in statuses else ("unknown" if "unknown" in statuses else "proved")
+    cert = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "tool": _versions(),
+        "source": c.source,
+        "construction": {
+            "title": c.title, "kind": c.kind, "regime": c.regime,
+            "positional": c.model.positional_name, "bounded_positional": c.model.bounded,
+            "params": {k: frac_str(v) for k, v in c.params.items()},
+            "tau": frac_str(1 / inv_tau), "inv_tau": frac_str(inv_tau),
+            "inv_tau_decimal": mpmath.nstr(mpmath.mpf(inv_tau.numerator) / inv_tau.denominator, 15),
+            "tau_choice": "found by --find-tau" if find_tau else "given",
+        },
+        "range": {"n_min": n_lo, "n_max": n_max, "all_n": all_n},
+        "graph": json.loads(json.dumps(graph_data(c.graph))),
+        "nodes": nodes,
+        "claims": claims,
+        "composed": ("all node claims proved  =>  every clean-up round_eta is exact  =>  the soft transformer's "
+                     "output equals the hard transformer's on every word in the range (THEORY §3)"),
+        "status": status,
+        "search": search,
+        "numeric": num,
+        "times": {"solve_s": round(solve_s, 6), "numeric_s": round(numeric_s, 6),
+                  "total_s": round(time.perf_counter() - t_start, 6)},
+    }
+    cert["hashes"] = compute_hashes(cert)
+    return cert
+
+
+def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: float) -> dict:
+    """Per distinct bound: certified 1/τ (Z3), tight numeric, closed form, generic gap lemma."""
+    from ..bounds.derive import evaluate, required_inv_tau
+    per = []
+    for nb in c.distinct_bounds():
+        b = nb.bound
+        lo = max(n_lo, b.n_min)
+        if not all_n and lo > n_max:
+            continue
+        hi = None if all_n else n_max
+        fixed = {k: v for k, v in c.subs().items()}
+
+        def make(x, b=b, lo=lo, hi=hi):
+            s = dict(fixed)
+            s[sp.Symbol("tau", positive=True)] = sp.Rational(x.denominator, x.numerator)
+            expr = sp.sympify(b.leak).subs(s)
+            tol = sp.sympify(b.tolerance).subs(s)
+            return Claim(expr, Fraction(int(tol.p), int(tol.q)), lo, hi, label=nb.node)
+
+        def leak_at(k, b=b):
+            return b.all_n if (k is None and b.all_n is not None) else b.leak
+
+        n_bind = None if (all_n and b.all_n is not None) else (n_max if not all_n else max(lo, 2))
+        res = find_inv_tau(make, leak_at, n_bind=n_bind, eta=c.eta, beta=c.beta, timeout_s=timeout_s)
+        ref_n = n_max
+        closed = (float(evaluate(b.inv_tau_star, n_value=ref_n, inv_tau=1, beta_value=c.beta, eta_value=c.eta))
+                  if b.inv_tau_star is not None else None)
+        generic = (float(required_inv_tau(b.generic, n_value=ref_n, eta_value=c.eta, beta_value=c.beta))
+                   if b.generic is not None and ref_n >= 2 else None)
+        per.append({"node": nb.node, "kind": b.kind,
+                    "inv_tau_certified": frac_str(res.inv_tau) if res.inv_tau is not None else None,
+                    "inv_tau_tight_numeric": float(res.tight), "inv_tau_closed_form": closed,
+                    "inv_tau_generic_gap_lemma": generic, "rounds": res.rounds, "message": res.message})
+    ok = [p for p in per if p["inv_tau_certified"] is not None]
+    if len(ok) < len(per):
+        bad = [p for p in per if p["inv_tau_certified"] is None]
+        return {"inv_tau": None, "per_bound": per, "message": "; ".join(f"{p['node']}: {p['message']}" for p in bad)}
+    best = max((parse_frac(p["inv_tau_certified"], "search") for p in ok), default=Fraction(1))
+    return {"inv_tau": frac_str(best), "tau": frac_str(1 / best), "per_bound": per,
+            "method": "numeric tight requirement (mpmath) + margin 1e-9, rounded up to 12 digits, proved by Z3",
+            "message": ""}
+
+
+# --------------------------------------------------------------------------------------------
+# hashing, writing, loading
+
+
+def _canon(obj) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def compute_hashes(cert: dict) -> dict:
+    """SHA-256 of every top-level section, of each node and claim, and of the whole (without ``hashes``)."""
+    body = {k: v for k, v in cert.items() if k != "hashes"}
+    sections = {k: hashlib.sha256(_canon(v)).hexdigest() for k, v in body.items()}
+    for i, x in enumerate(body.get("nodes") or []):
+        sections[f"nodes[{i}]"] = hashlib.sha256(_canon(x)).hexdigest()
+    for i, x in enumerate(body.get("claims") or []):
+        sections[f"claims[{i}]"] = hashlib.sha256(_canon(x)).hexdigest()
+    return {"algorithm": "sha256", "sections": sections, "all": hashlib.sha256(_canon(body)).hexdigest()}
+
+
+def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = False) -> Path:
+    """Write ``cert`` atomically: a temporary file in the same folder, fsync, then rename.
+
+    Refuses to overwrite an existing file unless ``force`` (raises :class:`ParameterError`); on any
+    error the target is untouched and the temporary file removed.
+    """
+    p = Path(path)
+    if p.exists() and not force:
+        raise ParameterError(f"{p}: file exists; use --force to overwrite it")
+    if p.parent and not p.parent.exists():
+        raise ParameterError(f"{p.parent}: no such directory")
+    data = json.dumps(cert, indent=1, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent or "."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return p
+
+
+def load_certificate(path: str | os.PathLike) -> dict:
+    """Read a certificate file; raises :class:`CertificateError` for unreadable or non-JSON content."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise CertificateError(f"{p}: cannot read ({e.__class__.__name__}: {e})") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CertificateError(f"{p}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})") from None
+    if not isinstance(obj, dict):
+        raise CertificateError(f"{p}: a certificate is a JSON object")
+    return obj
+
+
+# --------------------------------------------------------------------------------------------
+# verify
+
+
+@dataclass
+class VerifyReport:
+    """``problems``: ``(field, message)`` pairs; valid iff empty.  ``checked``: what was re-done."""
+
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+    status: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def add(self, where: str, msg: str) -> None:
+        self.problems.append((where, msg))
+
+
+def verify_certificate(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bool = True) -> VerifyReport:
+    """Re-check a certificate (module docstring).  Never raises for a bad certificate: every problem
+    is reported with the field it concerns.  Valid iff ``report.ok``."""
+    t0 = time.perf_counter()
+    rep = VerifyReport(status=cert.get("status") if isinstance(cert, dict) else None)
+    # 1. schema
+    import jsonschema
+    try:
+        jsonschema.validate(cert, schema())
+        rep.checked.append("schema")
+    except jsonschema.ValidationError as e:
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path).lstrip(".") or "<root>"
+        rep.add(path, f"schema violation: {e.message}")
+        rep.seconds = time.perf_counter() - t0
+        return rep
+    # 2. section hashes (reported after the more specific re-derivation problems below)
+    stored = cert["hashes"]
+    fresh = compute_hashes(cert)
+    hash_problems = [(k, "content differs from what was certified (section hash mismatch): the field was edited")
+                     for k, h in fresh["sections"].items() if stored["sections"].get(k) != h]
+    hash_problems += [(k, "section listed in hashes is missing") for k in stored["sections"]
+                      if k not in fresh["sections"]]
+    if stored["all"] != fresh["all"] and not hash_problems:
+        hash_problems.append(("hashes.all", "whole-certificate hash mismatch"))
+    rep.checked.append("hashes")
+    # 3. re-derivation: construction, graph, bounds, claims
+    try:
+        params = {k: parse_frac(v, f"construction.params.{k}") for k, v in cert["construction"]["params"].items()}
+        inv_tau = parse_frac(cert["construction"]["inv_tau"], "construction.inv_tau")
+        tau = parse_frac(cert["construction"]["tau"], "construction.tau")
+        if tau * inv_tau != 1:
+            rep.add("construction.tau", f"tau = {cert['construction']['tau']} is not 1/inv_tau = 1/{cert['construction']['inv_tau']}")
+        c = rebuild(cert["source"], cert["construction"]["regime"], params)
+    except (CertificateError, ParameterError) as e:
+        rep.add("source", f"cannot re-derive the construction: {e}")
+        return _finish(rep, hash_problems, t0)
+    except Exception as e:  # a tampered source can fail in many ways; report, never crash
+        rep.add("source", f"cannot re-derive the construction: {e.__class__.__name__}: {e}")
+        return _finish(rep, hash_problems, t0)
+    if graph_data(c.graph) != cert["graph"]:
+        rep.add("graph", "stored computation graph differs from the one compiled from source")
+    rng = cert["range"]
+    try:
+        specs = claim_specs(c, inv_tau, rng["n_min"], rng["n_max"], rng["all_n"])
+    except Exception as e:
+        rep.add("construction", f"cannot form the claims: {e}")
+        return _finish(rep, hash_problems, t0)
+    by_id = {x["id"]: x for x in cert["claims"]}
+    node_rows = {x["node"]: (i, x) for i, x in enumerate(cert["nodes"])}
+    for v, nb in c.bounds.items():
+        if v not in node_rows:
+            rep.add("nodes", f"node {v!r} of the construction is missing from the certificate")
+            continue
+        i, row = node_rows[v]
+        if row["bound"]["srepr"] != sp.srepr(nb.bound.leak):
+            rep.add(f"nodes[{i}].bound.srepr", f"bound of node {v!r} differs from the bound re-derived from the source")
+        if row["bound"]["tolerance"] != str(nb.bound.tolerance):
+            rep.add(f"nodes[{i}].bound.tolerance", "tolerance differs from the re-derived one")
+    for v in node_rows:
+        if v not in c.bounds:
+            rep.add(f"nodes[{node_rows[v][0]}]", f"node {v!r} is not an attention node of the construction")
+    rep.checked.append("re-derived construction, graph and bounds")
+    statuses = []
+    seen_ids = set()
+    for cs in specs:
+        # find the stored claim covering these nodes
+        stored_c = None
+        for j, x in enumerate(cert["claims"]):
+            if set(x["nodes"]) == set(cs.nodes):
+                stored_c = (j, x)
+        if stored_c is None:
+            rep.add("claims", f"no stored claim for node(s) {cs.nodes}")
+            continue
+        j, x = stored_c
+        seen_ids.add(x["id"])
+        where = f"claims[{j}]"
+        if x["expr_srepr"] != sp.srepr(cs.expr):
+            rep.add(f"{where}.expr_srepr", "claimed expression is not the node bound with the stated parameters "
+                                           f"(construction.inv_tau = {cert['construction']['inv_tau']})")
+        if parse_frac(x["tolerance"], f"{where}.tolerance") != cs.tolerance:
+            rep.add(f"{where}.tolerance", f"tolerance {x['tolerance']} differs from {frac_str(cs.tolerance)}")
+        if x["n_lo"] != cs.n_lo or x["n_hi"] != cs.n_hi:
+            rep.add(f"{where}.n_lo/n_hi", f"claimed range [{x['n_lo']}, {x['n_hi']}] differs from range "
+                                          f"[{cs.n_lo}, {cs.n_hi}] implied by range.n_min/n_max/all_n")
+        statuses.append(x["status"])
+        _verify_claim(rep, where, x, cs, timeout_s, rerun_queries)
+    for x in cert["claims"]:
+        if x["id"] not in seen_ids:
+            rep.add("claims", f"claim {x['id']} does not correspond to any node of the construction")
+    # node statuses mirror claims
+    for i, row in enumerate(cert["nodes"]):
+        cid = row["claim"]
+        if cid is not None:
+            if cid not in by_id:
+                rep.add(f"nodes[{i}].claim", f"refers to unknown claim {cid}")
+            elif row["status"] != by_id[cid]["status"]:
+                rep.add(f"nodes[{i}].status", f"says {row['status']} but claim {cid} is {by_id[cid]['status']}")
+    expect = "refuted" if "refuted" in statuses else ("unknown" if "unknown" in statuses else "proved")
+    if cert["status"] != expect:
+        rep.add("status", f"says {cert['status']} but the claims give {expect}")
+    rep.checked.append("claims re-generated and re-run")
+    # numeric summary consistency
+    _verify_numeric(rep, cert, c)
+    return _finish(rep, hash_problems, t0)
+
+
+def _finish(rep: VerifyReport, hash_problems, t0) -> VerifyReport:
+    rep.problems.extend(hash_problems)
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+def graph_data(g: nx.DiGraph) -> dict:
+    """``networkx.node_link_data`` with edges under ``"links"`` (stable across networkx 3.x)."""
+    try:
+        return nx.node_link_data(g, edges="links")
+    except TypeError:  # networkx < 3.4
+        return nx.node_link_data(g)
+
+
+def _verify_claim(rep: VerifyReport, where: str, x: dict, cs: ClaimSpec, timeout_s: float, rerun: bool) -> None:
+    st = x["status"]
+    qs = x["queries"]
+    if st == "proved":
+        # the unsat boxes must cover [n_lo, n_hi] exactly, each query must encode the stated claim
+        boxes = sorted(((q["lo"], q["hi"]) for q in qs if q["answer"] == "unsat"),
+                       key=lambda b: b[0])
+        if not boxes:
+            rep.add(f"{where}.queries", "status proved but no unsatisfiable query is stored")
+            return
+        cur = cs.n_lo
+        for lo, hi in boxes:
+            if lo > cur:
+                rep.add(f"{where}.queries", f"proof boxes leave n in [{cur}, {lo - 1}] uncovered")
+                return
+            if hi is None:
+                cur = None
+                break
+            cur = max(cur, hi + 1)
+        if cs.n_hi is None and cur is not None:
+            rep.add(f"{where}.queries", f"proof boxes stop at n = {cur - 1} but the claim is for all n")
+            return
+        if cs.n_hi is not None and (cur is None or cur <= cs.n_hi):
+            if cur is not None:
+                rep.add(f"{where}.queries", f"proof boxes stop at n = {cur - 1} < n_max = {cs.n_hi}")
+                return
+        for k, q in enumerate(qs):
+            if q["answer"] != "unsat":
+                continue
+            prec = _prec_of(q, cs)
+            if prec is None:
+                rep.add(f"{where}.queries[{k}].smtlib", "query does not encode the stated claim on its box "
+                                                        f"[{q['lo']}, {q['hi']}] (bound, tau, eta or box edited)")
+                continue
+            if rerun:
+                ans, reason, _, _ = run_z3(q["smtlib"], timeout_s)
+                if ans != "unsat":
+                    rep.add(f"{where}.queries[{k}].answer", f"stored unsat but z3 now answers {ans} {reason}".strip())
+    elif st == "refuted":
+        cex = x.get("counterexample")
+        if cex is None:
+            rep.add(f"{where}.status", "says refuted but no counterexample is stored")
+            return
+        if not isinstance(cex, int) or cex < cs.n_lo or (cs.n_hi is not None and cex > cs.n_hi):
+            rep.add(f"{where}.counterexample", f"{cex!r} is not an integer in the claimed range")
+            return
+        import flint
+        v = value_at(cs.expr, cex)
+        if not (v > flint.arb(flint.fmpq(cs.tolerance.numerator, cs.tolerance.denominator))):
+            rep.add(f"{where}.status", f"says refuted, but at n = {cex} the bound is {v.str(15)}, not above "
+                                       f"{frac_str(cs.tolerance)}")
+    elif st == "unknown":
+        pass  # nothing is asserted
+
+
+def _prec_of(q: dict, cs: ClaimSpec) -> int | None:
+    """The enclosure precision at which ``q`` was generated from the claim, or None if none matches."""
+    for prec in (128, 256, 512, 1024, 2048):
+        if build_query(cs.expr, cs.tolerance, q["lo"], q["hi"], prec=prec).smtlib == q["smtlib"]:
+            return prec
+    return None
+
+
+def _verify_numeric(rep: VerifyReport, cert: dict, c: Construction) -> None:
+    num = cert.get("numeric")
+    if not num:
+        return
+    inv_tau = Fraction(num["inv_tau_float"])
+    for v, s in (num.get("nodes") or {}).items():
+        if v not in c.bounds:
+            rep.add(f"numeric.nodes.{v}", "unknown node")
+            continue
+        bd = float(c.bounds[v].value(s["at_n"], inv_tau, c.beta, c.eta))
+        if abs(bd - s["bound_there"]) > 1e-12 * max(abs(bd), 1e-300):
+            rep.add(f"numeric.nodes.{v}.bound_there", f"stored {s['bound_there']!r} but the bound at n = {s['at_n']} "
+                                                      f"is {bd!r}")
+        exp_ratio = s["worst_observed"] / s["bound_there"] if s["bound_there"] > 0 else (0.0 if s["worst_observed"] == 0 else float("inf"))
+        if abs(exp_ratio - s["ratio"]) > 1e-9 * max(1.0, abs(exp_ratio)):
+            rep.add(f"numeric.nodes.{v}.ratio", f"stored {s['ratio']!r} but worst_observed/bound_there = {exp_ratio!r}")
+        viol = s["worst_observed"] > s["bound_there"] * (1 + s["allowance_rel"])
+        if viol and s["violations"] == 0:
+            rep.add(f"numeric.nodes.{v}.violations", "worst observed exceeds the bound but no violation is recorded")
+    anyviol = any(s["violations"] for s in (num.get("nodes") or {}).values())
+    if num["ok"] and (anyviol or num["mismatched_outputs"]):
+        rep.add("numeric.ok", "says ok but violations or output mismatches are recorded")
+    rep.checked.append("numeric summary consistency")

@@ -1,0 +1,161 @@
+"""``softhard certify`` and ``softhard verify`` (the product's main job; THEORY §8)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from fractions import Fraction
+
+from ..constructions.errors import ParameterError
+from ..constructions.weights import to_fraction
+
+#: certified when ``softhard certify`` is given no formula (Tomita 4: binary words without 000)
+DEFAULT_EXAMPLE = """\
+// Embedded default example: Tomita 4, binary strings without the factor 000.
+name: tomita4
+description: Tomita 4, binary strings without the factor 000 (embedded default)
+alphabet: 0 1
+formula:
+     !(0 & Y 0 & Y Y 0)
+  & H !(0 & Y 0 & Y Y 0)
+"""
+
+
+def register(sub, common, positive_int, tau_type) -> None:
+    """Add the ``certify`` and ``verify`` subcommands to the CLI's subparsers."""
+    p = sub.add_parser(
+        "certify", help="prove that a temperature keeps every attention node within its tolerance",
+        description="Derive every attention node's error bound, prove with Z3 that it stays <= eta for every "
+                    "length in the range (or find the largest tau for which it does), check each claim "
+                    "independently in interval arithmetic, confirm numerically, and write a JSON certificate. "
+                    "Exit 0 when every claim is proved, 1 when any is refuted or unknown, 2 on bad input.")
+    common(p)
+    p.formula = None
+    for a in p._actions:  # the formula is optional for certify: an embedded default example
+        if a.dest == "formula":
+            a.nargs = "?"
+            a.default = None
+            a.help = "formula or .ltl file (default: an embedded Tomita 4 example)"
+    p.add_argument("--n-max", type=positive_int("--n-max"), default=1000, help="largest word length (default 1000)")
+    p.add_argument("--n-min", type=positive_int("--n-min"), default=1, help="smallest word length (default 1)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--tau", type=tau_type, default=None, help="the temperature to certify, exact (e.g. 1/5000)")
+    g.add_argument("--find-tau", action="store_true", help="find and certify the largest tau (smallest 1/tau)")
+    p.add_argument("-o", "--output", default=None, help="write the certificate to this file (atomically)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p.add_argument("--timeout", type=float, default=20.0, help="hard wall-clock limit per solver query, seconds")
+    p.add_argument("--no-numeric", action="store_true", help="skip the numeric confirmation")
+    p.add_argument("--range-only", action="store_true",
+                   help="regime U: prove only n in [n-min, n-max] instead of all n >= n-min")
+    p.set_defaults(func=cmd_certify)
+
+    p = sub.add_parser("verify", help="re-check a certificate: hashes, re-derived bounds, re-run queries",
+                       description="Re-derive the bounds from the certificate's stored source, regenerate and re-run "
+                                   "every stored solver query, re-check counterexamples, hashes and the numeric "
+                                   "summary. Exit 0 only for a valid certificate; otherwise name the field.")
+    p.add_argument("file", metavar="FILE", help="certificate JSON written by 'softhard certify'")
+    p.add_argument("--timeout", type=float, default=20.0, help="hard wall-clock limit per solver query, seconds")
+    p.add_argument("--json", action="store_true", help="print the verification report as JSON")
+    p.set_defaults(func=cmd_verify)
+
+
+def cmd_certify(args) -> int:
+    from ..constructions.parse import load_spec, parse_spec
+    from .certificate import certify, write_certificate
+    from .pipeline import build
+
+    if args.timeout <= 0:
+        raise ParameterError(f"--timeout must be > 0, got {args.timeout}")
+    if args.tau is None and not args.find_tau:
+        raise ParameterError("give --tau T or --find-tau")
+    if args.n_min > args.n_max:
+        raise ParameterError(f"--n-min {args.n_min} exceeds --n-max {args.n_max}")
+    if args.formula is None:
+        spec = parse_spec(DEFAULT_EXAMPLE, source="<embedded tomita4>")
+    else:
+        spec = load_spec(args.formula, alphabet=args.alphabet)
+    c = build(spec, args.regime, beta=to_fraction(args.beta, "--beta"), eta=to_fraction(args.eta, "--eta"))
+    if args.output:  # fail before the work if the output cannot be written
+        from pathlib import Path
+        out = Path(args.output)
+        if out.exists() and not args.force:
+            raise ParameterError(f"{out}: file exists; use --force to overwrite it")
+        if not out.parent.exists():
+            raise ParameterError(f"{out.parent}: no such directory")
+    from rich.console import Console
+    err = Console(stderr=True, highlight=False)
+    with err.status("certifying", spinner="dots") as st:
+        cert = certify(c, n_max=args.n_max, n_lo=args.n_min, tau=args.tau, find_tau=args.find_tau,
+                       all_n=False if args.range_only else None, timeout_s=args.timeout, numeric=not args.no_numeric,
+                       progress=lambda s: st.update(s) if not args.json else None)
+    if args.output:
+        write_certificate(cert, args.output, force=args.force)
+    if args.json:
+        print(json.dumps(cert, indent=1))
+    else:
+        _print_certificate(cert, args.output)
+    return 0 if cert["status"] == "proved" and (cert["numeric"] is None or cert["numeric"]["ok"]) else 1
+
+
+def _fmt(x):
+    from .cli import _fmt as f
+    return f(x)
+
+
+def _print_certificate(cert: dict, path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    con = Console(highlight=False)
+    cons = cert["construction"]
+    rng = cert["range"]
+    rtxt = f"n >= {rng['n_min']} (all n)" if rng["all_n"] else f"{rng['n_min']} <= n <= {rng['n_max']}"
+    con.print(f"[bold]{cons['title']}[/bold]")
+    con.print(f"regime {cons['regime']} ({cons['positional']}), params {cons['params']}, "
+              f"tau = {cons['tau']} (1/tau = {cons['inv_tau_decimal']}, {cons['tau_choice']}), {rtxt}")
+    t = Table(show_header=True, header_style="bold")
+    for col in ("node", "op", "layer", "bound", "condition", "status", "s", "arb", "numeric"):
+        t.add_column(col, overflow="fold")
+    claims = {c["id"]: c for c in cert["claims"]}
+    for nd in cert["nodes"]:
+        cl = claims.get(nd["claim"]) if nd["claim"] else None
+        st = nd["status"]
+        col = {"proved": "green", "refuted": "red", "unknown": "yellow"}[st]
+        num = nd["numeric"]
+        rng_txt = f"n in [{cl['n_lo']}, {cl['n_hi'] if cl['n_hi'] is not None else 'inf'}]" if cl else "exact"
+        t.add_row(nd["node"], nd["operator"], str(nd["layer"]), f"{nd['kind']} {cons['regime']}",
+                  f"<= {cl['tolerance']}, {rng_txt}" if cl else "exact",
+                  f"[{col}]{st}[/{col}]" + (f" n={cl['counterexample']}" if cl and cl["counterexample"] else ""),
+                  f"{cl['seconds']:.2f}" if cl else "-",
+                  (cl["second_check"]["status"] if cl and cl["second_check"] else "-"),
+                  (f"{num['ratio']:.4f}" if num else "-"))
+    con.print(t)
+    if cert["search"]:
+        con.print("[bold]temperature search[/bold] (1/tau needed at n_max):")
+        for p in cert["search"]["per_bound"]:
+            con.print(f"  {p['node']}: certified {p['inv_tau_certified']}  tight numeric {p['inv_tau_tight_numeric']:.10g}"
+                      f"  closed form {_fmt(p['inv_tau_closed_form']) if p['inv_tau_closed_form'] else '-'}"
+                      f"  gap lemma {_fmt(p['inv_tau_generic_gap_lemma']) if p['inv_tau_generic_gap_lemma'] else '-'}")
+    num = cert["numeric"]
+    if num:
+        con.print(f"numeric confirmation at 1/tau = {num['inv_tau_float']:.10g}: inputs {num['families']}, "
+                  f"clean outputs differing from the hard model: {num['mismatched_outputs']}, "
+                  f"{'no bound exceeded' if num['ok'] else '[red]A BOUND WAS EXCEEDED[/red]'}")
+    colr = {"proved": "green", "refuted": "red", "unknown": "yellow"}[cert["status"]]
+    con.print(f"status: [{colr}]{cert['status']}[/{colr}]  ({cert['times']['total_s']:.2f} s)"
+              + (f"; certificate written to {path}" if path else ""))
+
+
+def cmd_verify(args) -> int:
+    from .certificate import load_certificate, verify_certificate
+    cert = load_certificate(args.file)
+    rep = verify_certificate(cert, timeout_s=args.timeout)
+    if args.json:
+        print(json.dumps({"valid": rep.ok, "status": rep.status, "problems": [{"field": f, "message": m}
+                          for f, m in rep.problems], "checked": rep.checked, "seconds": rep.seconds}, indent=1))
+    elif rep.ok:
+        print(f"valid certificate: status {rep.status}; checked {', '.join(rep.checked)} ({rep.seconds:.2f} s)")
+    else:
+        f, m = rep.problems[0]
+        more = f" (+{len(rep.problems) - 1} more problem(s); --json lists all)" if len(rep.problems) > 1 else ""
+        print(f"softhard: invalid certificate {args.file}: {f}: {m}{more}", file=sys.stderr)
+    return 0 if rep.ok else 2

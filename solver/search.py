@@ -1,0 +1,81 @@
+"""Parameter search: the largest temperature τ that a proof certifies (THEORY §2, §8).
+
+Z3's ``Optimize`` is slow and unreliable on these encodings (SOLVER-NOTES.md), so the search is:
+
+1. the tight numeric requirement ``x* = 1/τ`` at which the bound equals η at the binding length
+   (mpmath bisection, :func:`softhard.bounds.derive.required_inv_tau`);
+2. a candidate just above it, ``x = ⌈x*·(1 + margin)⌉`` rounded up to ``digits`` significant
+   decimal digits (an exact rational), proved with :func:`softhard.solver.check.check_claim`;
+3. if the proof is refuted at some n (a bound that is not monotone in n), ``x*`` is raised to the
+   requirement at that n; if it is merely unknown, the margin grows tenfold; after ``tries``
+   rounds the search reports failure.
+
+The certified ``1/τ`` is therefore within a factor ``1 + margin`` (default 1e-9, plus rounding to
+12 digits) of the tight requirement of the bound itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal, localcontext
+from fractions import Fraction
+from typing import Callable
+
+import mpmath
+import sympy as sp
+
+from ..bounds.derive import required_inv_tau
+from .check import Claim, ClaimResult, check_claim
+
+
+def round_up(x: mpmath.mpf, digits: int = 12) -> Fraction:
+    """Smallest decimal with ``digits`` significant digits that is ≥ x, as an exact Fraction."""
+    with localcontext() as ctx:
+        ctx.prec = digits
+        ctx.rounding = ROUND_CEILING
+        d = +Decimal(mpmath.nstr(x, digits + 10, strip_zeros=False))
+    return Fraction(d)
+
+
+@dataclass
+class SearchResult:
+    """``inv_tau``: certified exact 1/τ (None if the search failed); ``tight``: the numeric x*;
+    ``result``: the proof at ``inv_tau``; ``rounds``: attempts."""
+
+    inv_tau: Fraction | None
+    tight: mpmath.mpf
+    result: ClaimResult | None
+    rounds: int
+    message: str = ""
+
+
+def find_inv_tau(make_claim: Callable[[Fraction], Claim], leak_at: Callable[[int | None], sp.Expr], *,
+                 n_bind: int | None, eta: Fraction, beta: Fraction, digits: int = 12, margin: float = 1e-9,
+                 tries: int = 6, timeout_s: float = 20.0) -> SearchResult:
+    """Smallest certifiable ``1/τ`` for one claim.
+
+    ``make_claim(inv_tau)`` builds the claim at a given exact ``1/τ``; ``leak_at(n)`` returns the
+    bound expression (in n, τ, β, η) to use for the numeric requirement at length ``n`` (``None``:
+    the n-independent bound).  ``n_bind``: the length where the requirement is computed first.
+    """
+    need = required_inv_tau(leak_at(n_bind), n_value=n_bind if n_bind is not None else 1,
+                            eta_value=eta, beta_value=beta)
+    m = margin
+    res = None
+    for k in range(1, tries + 1):
+        x = round_up(need * (1 + mpmath.mpf(m)), digits)
+        if x <= 0:
+            x = Fraction(1, 10**digits)
+        res = check_claim(make_claim(x), timeout_s=timeout_s, minimise=False)
+        if res.status == "proved":
+            return SearchResult(inv_tau=x, tight=need, result=res, rounds=k)
+        if res.status == "refuted" and res.counterexample is not None:
+            need2 = required_inv_tau(leak_at(res.counterexample), n_value=res.counterexample, eta_value=eta,
+                                     beta_value=beta)
+            if need2 > need:
+                need = need2
+                continue
+        m *= 10
+    return SearchResult(inv_tau=None, tight=need, result=res, rounds=tries,
+                        message=f"no proof within {tries} rounds (last: {res.status if res else 'none'}"
+                                f"{': ' + res.reason if res and res.reason else ''})")
