@@ -181,8 +181,13 @@ def numeric_families(c: Construction, n_max: int, inv_tau: float, *, exhaustive_
 
 def _numeric(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, progress=None) -> dict:
     it = float(inv_tau)
+    opts = dict(opts)
+    key_ns = opts.pop("key_pattern_ns", None)
     fams = numeric_families(c, n_max, it, **opts)
-    conf = confirm(c.model, c.bounds, fams, it, beta=c.beta, eta=c.eta, progress=progress)
+    if key_ns is None:  # the binding length, capped for run time, and two smaller ones
+        top = min(n_max, 10**5)
+        key_ns = sorted({k for k in (2, max(2, top // 100), top) if k <= n_max})
+    conf = confirm(c.model, c.bounds, fams, it, beta=c.beta, eta=c.eta, progress=progress, key_pattern_ns=key_ns)
     per_node = {}
     for v in c.bounds:
         cs = [x for x in conf.checks if x.node == v]
@@ -198,7 +203,7 @@ def _numeric(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, progres
             "max_ratio_by_family": {f: max(x.ratio for x in cs if x.family == f)
                                     for f in dict.fromkeys(x.family for x in cs)},
         }
-    return {"inv_tau_float": it, "families": {k: len(v) for k, v in fams.items()},
+    return {"inv_tau_float": it, "families": conf.words,
             "mismatched_outputs": sum(len(v) for v in conf.mismatches.values()),
             "max_output_deviation": conf.max_output_deviation, "ok": conf.ok, "nodes": per_node,
             "note": "a numeric run confirms or refutes, never proves (THEORY §7)"}

@@ -41,9 +41,12 @@ def _positive_int(name: str):
 
 
 def _tau(s: str) -> Fraction:
-    v = to_fraction(s, "--tau")
+    try:
+        v = to_fraction(s, "tau")
+    except ParameterError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     if v <= 0:
-        raise ParameterError(f"--tau must be > 0, got {s}")
+        raise argparse.ArgumentTypeError(f"tau must be > 0, got {s}")
     return v
 
 
@@ -293,8 +296,8 @@ def cmd_confirm(args) -> int:
     fams = {k: v for k, v in fams.items() if v}
     from rich.progress import Progress
     with Progress(transient=True, disable=args.json) as prog:
-        task = prog.add_task("confirming", total=len(fams))
-        conf = confirm(m, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta,
+        task = prog.add_task("confirming", total=len(fams) + 1)
+        conf = confirm(m, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta, key_pattern_ns=adv_ns,
                        progress=lambda name: prog.update(task, advance=1, description=f"family {name}"))
     summ = conf.summary()
     result = {"formula": str(c.spec.formula), "regime": c.regime, "n_max": args.n_max,
@@ -325,7 +328,10 @@ def cmd_confirm(args) -> int:
 
 def main(argv=None) -> int:
     ap = build_parser()
-    args = ap.parse_args(argv)
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:  # argparse: --help (0) or a usage error (2)
+        return int(e.code or 0)
     try:
         with mpmath.workdps(30):
             return args.func(args)
