@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .core import HALF, Bound, asymptotic_order, beta, eta, gap_lemma, n, tau
+from .core import HALF, Bound, beta, eta, gap_lemma, n, tau
 
 #: splitting constant θ of the sufficient closed form for regime T (see :func:`inv_tau_star_T`)
 THETA = sp.Rational(1, 1000)

@@ -316,12 +316,12 @@ def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: floa
         hi = None if all_n else n_max
         fixed = {k: v for k, v in c.subs().items()}
 
-        def make(x, b=b, lo=lo, hi=hi):
+        def make(x, b=b, lo=lo, hi=hi, fixed=fixed, label=nb.node):
             s = dict(fixed)
             s[sp.Symbol("tau", positive=True)] = sp.Rational(x.denominator, x.numerator)
             expr = sp.sympify(b.leak).subs(s)
             tol = sp.sympify(b.tolerance).subs(s)
-            return Claim(expr, Fraction(int(tol.p), int(tol.q)), lo, hi, label=nb.node)
+            return Claim(expr, Fraction(int(tol.p), int(tol.q)), lo, hi, label=label)
 
         def leak_at(k, b=b):
             return b.all_n if (k is None and b.all_n is not None) else b.leak

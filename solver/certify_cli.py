@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from fractions import Fraction
 
 from ..constructions.errors import ParameterError
 from ..constructions.weights import to_fraction

@@ -89,7 +89,7 @@ def test_confirm_command(capsys):
                "--exhaustive-len", "8", "--json"])
     r = json.loads(capsys.readouterr().out)
     assert rc == 0 and r["ok"]
-    for node, s in r["nodes"].items():
+    for s in r["nodes"].values():
         assert s["violations"] == 0
         assert s["max_tightness_by_family"]["adversarial-key"] >= 0.9  # the head attains its bound
     # at word level the key "aba ends here" is never 1 at consecutive positions, so the bound
