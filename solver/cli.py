@@ -206,6 +206,7 @@ def cmd_run(args) -> int:
 def cmd_bound(args) -> int:
     import sympy as sp
     from ..bounds import selection as S
+    from ..bounds.core import asymptotic_order
     from ..bounds.derive import evaluate, latex, required_inv_tau
 
     c = _construction(args)
@@ -215,8 +216,8 @@ def cmd_bound(args) -> int:
     nodes = []
     for v, nb in c.bounds.items():
         b = nb.bound
-        order, const = S.asymptotic_order(sp.simplify(b.inv_tau_star.subs(subs)))
-        gorder, _ = S.asymptotic_order(b.inv_tau_star_generic.subs(subs))
+        order, const = asymptotic_order(sp.simplify(b.inv_tau_star.subs(subs)))
+        gorder, _ = asymptotic_order(b.inv_tau_star_generic.subs(subs))
         req = float(required_inv_tau(b.leak, n_value=nmax, eta_value=c.eta, beta_value=c.beta)) if nmax >= b.n_min else 0.0
         gen = float(required_inv_tau(b.generic, n_value=nmax, eta_value=c.eta, beta_value=c.beta)) if nmax >= 2 else 0.0
         closed = float(evaluate(b.inv_tau_star, n_value=max(nmax, b.n_min), inv_tau=1, beta_value=c.beta,
