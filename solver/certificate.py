@@ -353,7 +353,7 @@ def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: floa
             emp = {"n": n_emp, "inv_tau_empirical": x_emp, "runs": runs,
                    "inv_tau_certified_at_n": frac_str(cert_emp) if cert_emp is not None else None,
                    "ratio_certified_to_empirical": (float(cert_emp) / x_emp) if cert_emp is not None else None,
-                   "method": "bisection on the head's own attaining key patterns (b ≡ 1, b ≡ 0)"}
+                   "method": "Illinois iteration on the head's own attaining key patterns (b ≡ 1, b ≡ 0)"}
         per.append({"node": nb.node, "kind": b.kind,
                     "inv_tau_certified": frac_str(res.inv_tau) if res.inv_tau is not None else None,
                     "inv_tau_tight_numeric": float(res.tight), "inv_tau_closed_form": closed,

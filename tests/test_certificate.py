@@ -54,6 +54,9 @@ def test_tomita4_find_tau_is_tight_and_beats_the_gap_lemma(t4):
         assert 1 <= float(cert_x) / p["inv_tau_tight_numeric"] < 1 + 1e-8
         assert p["inv_tau_closed_form"] >= p["inv_tau_tight_numeric"]
         assert p["inv_tau_generic_gap_lemma"] > 10 * p["inv_tau_tight_numeric"]  # ln(3(n−1))/ln 4 ≈ 10.8
+        e = p["empirical"]  # the actual head, bisected on its attaining inputs
+        assert 1 <= e["ratio_certified_to_empirical"] <= 1.05
+        assert e["ratio_certified_to_empirical"] < 1 + 1e-6  # in fact: the bound is attained
     # numeric tightness on the adversarial family at the certified temperature
     for nd in t4["nodes"]:
         assert nd["numeric"]["max_ratio_by_family"]["adversarial"] >= 0.9  # tomita 4: words attain it
