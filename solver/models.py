@@ -268,13 +268,21 @@ def model_families(c: Construction, an: ModelAnalysis, n_max: int, *, exhaustive
     return {k_: v for k_, v in fams.items() if v}
 
 
-def observe_model(c: Construction, families: dict[str, list], inv_tau: float, progress=None) -> dict:
+def observe_model(c: Construction, families: dict[str, list], inv_tau: float, progress=None,
+                  head_bounds: dict[str, sp.Expr] | None = None) -> dict:
     """Run the float model hard and soft at ``inv_tau`` on every family; per output node and length,
-    the largest |soft − hard| over the output coordinates at every position, against the bound."""
+    the largest |soft − hard| over the output coordinates at every position, against the bound.
+
+    ``head_bounds`` (head name → the head's written-error bound, an expression in n and τ): also
+    report, per head, the largest observed |soft output − hard output|·W_O (each on its own run's
+    residual stream, as in THEORY §6) against it (key ``heads``)."""
+    from ..bounds.derive import evaluate
     hm: HardModel = c.model.meta["hard_model"]
     labels = c.model.labels
     it_frac = Fraction(inv_tau)
     per_node: dict[str, list[dict]] = {v: [] for v in c.bounds}
+    per_head: dict[str, dict] = {}
+    wo = {h.name: h.W_O for b in c.model.blocks for h in b.heads}
     mismatches = 0
     max_dev = 0.0
     words_per_family = {}
@@ -292,6 +300,17 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
                 hard = forward(c.model, tok, mode="hard")
                 soft = forward(c.model, tok, mode="soft", inv_tau=inv_tau)
                 allow = allowance_abs(hard.x)
+                for name, hb in (head_bounds or {}).items():
+                    dw = np.abs((soft.heads[name].soft[:, 1:] - hard.heads[name].hard[:, 1:]) @ wo[name])
+                    ob = float(dw.max()) if dw.size else 0.0
+                    bd = float(evaluate(hb, n_value=L, inv_tau=it_frac))
+                    cur = per_head.setdefault(name, {"worst_ratio": 0.0, "observed": 0.0, "bound": bd, "n": L,
+                                                     "violations": 0})
+                    r = ob / bd if bd > 0 else (0.0 if ob == 0 else float("inf"))
+                    if ob > bd + allow:
+                        cur["violations"] += 1
+                    if r >= cur["worst_ratio"]:
+                        cur.update(worst_ratio=r, observed=ob, bound=bd, n=L)
                 for o in hm.outputs:
                     node = f"out:{o.name}"
                     cols = [labels.index(hm.labels[k]) for k in o.coords]
@@ -329,9 +348,10 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
                                     for f in dict.fromkeys(r["family"] for r in rows)},
             "max_observed": max(r["observed"] for r in rows),
         }
-    ok = all(v["violations"] == 0 for v in nodes.values()) and mismatches == 0
+    ok = (all(v["violations"] == 0 for v in nodes.values()) and mismatches == 0
+          and all(v["violations"] == 0 for v in per_head.values()))
     return {"inv_tau_float": float(inv_tau), "families": words_per_family, "mismatched_outputs": mismatches,
-            "max_output_deviation": max_dev, "ok": ok, "nodes": nodes,
+            "max_output_deviation": max_dev, "ok": ok, "nodes": nodes, "heads": per_head,
             "note": ("observed = max over words and positions of |soft - hard| on the output coordinates (float64); "
                      "a numeric run confirms or refutes, never proves (THEORY §7)")}
 
@@ -380,7 +400,7 @@ def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int =
         if progress:
             progress("numeric confirmation")
         fams = model_families(c, an, n_max, **(numeric_opts or {}))
-        num = observe_model(c, fams, float(inv_tau))
+        num = observe_model(c, fams, float(inv_tau), head_bounds={h: v["error"] for h, v in an.bound.heads.items()})
         cert["numeric"] = num
         for row in cert["nodes"]:
             row["numeric"] = {k: v for k, v in num["nodes"].get(row["node"], {}).items() if k != "max_observed"} or None
