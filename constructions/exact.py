@@ -181,6 +181,7 @@ class ExactRun:
     x: RArr
     heads: dict[str, HeadRows] = field(default_factory=dict)
     residuals: list[RArr] = field(default_factory=list)
+    written: dict[str, RArr] = field(default_factory=dict)
 
 
 class ExactEngine:
@@ -208,10 +209,12 @@ class ExactEngine:
         emb = RArr(self.E.num[ids], self.E.den)
         return normalize(add(emb, self.pe(n)))
 
-    def run(self, tokens: np.ndarray, *, keep_residuals: bool = False, only_layers: int | None = None) -> ExactRun:
+    def run(self, tokens: np.ndarray, *, keep_residuals: bool = False, only_layers: int | None = None,
+            keep_written: bool = False) -> ExactRun:
         """Run the hard model on token ids ``(B, n)`` (1-based symbols, all words of one length).
 
-        ``only_layers``: stop after that many layers (heads of later layers are not evaluated).
+        ``only_layers``: stop after that many layers (heads of later layers are not evaluated);
+        ``keep_written``: keep each head's written update ``out·W_O`` (B, n+1, d) in ``written``.
         Returns an :class:`ExactRun`.  Raises :class:`ModelFormatError` if ``n`` exceeds a
         positional table.
         """
@@ -227,6 +230,8 @@ class ExactEngine:
                 rows, out = self._head(h, x, WQ, WK, WV)
                 res.heads[h.name] = rows
                 w = matmul(out, WO)
+                if keep_written:
+                    res.written[h.name] = normalize(w)
                 upd = w if upd is None else add(upd, w)
             if upd is not None:
                 x = normalize(add(x, upd))
@@ -295,3 +300,11 @@ def output_values(hm: HardModel, x: RArr, coords: list[int]) -> np.ndarray:
     sub = x.num[..., coords]
     f = np.vectorize(lambda v: Fraction(int(v), x.den), otypes=[object])
     return f(sub)
+
+
+def to_float(r: RArr) -> np.ndarray:
+    """Nearest-double values of an :class:`RArr` (each entry within a few ulps; for numerics only)."""
+    if r.den < (1 << 1000) and (r.num.dtype != object or _maxabs(r.num) < (1 << 1000)):
+        return r.num.astype(np.float64) / float(r.den)
+    f = np.vectorize(lambda v: float(Fraction(int(v), r.den)), otypes=[np.float64])
+    return f(r.num)

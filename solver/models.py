@@ -277,7 +277,9 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
     report, per head, the largest observed |soft output − hard output|·W_O (each on its own run's
     residual stream, as in THEORY §6) against it (key ``heads``)."""
     from ..bounds.derive import evaluate
+    from ..constructions.exact import ExactEngine, to_float
     hm: HardModel = c.model.meta["hard_model"]
+    eng = ExactEngine(hm)
     labels = c.model.labels
     it_frac = Fraction(inv_tau)
     per_node: dict[str, list[dict]] = {v: [] for v in c.bounds}
@@ -297,11 +299,12 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
             for b0 in range(0, len(ws), 512):
                 chunk = ws[b0:b0 + 512]
                 tok = c.model.encode(chunk)
-                hard = forward(c.model, tok, mode="hard")
+                ex = eng.run(tok, keep_written=bool(head_bounds))  # the exact hard model is the reference
+                hard_x = to_float(ex.x)
                 soft = forward(c.model, tok, mode="soft", inv_tau=inv_tau)
-                allow = allowance_abs(hard.x)
+                allow = allowance_abs(hard_x)
                 for name, hb in (head_bounds or {}).items():
-                    dw = np.abs((soft.heads[name].soft[:, 1:] - hard.heads[name].hard[:, 1:]) @ wo[name])
+                    dw = np.abs(soft.heads[name].soft[:, 1:] @ wo[name] - to_float(ex.written[name])[:, 1:])
                     ob = float(dw.max()) if dw.size else 0.0
                     bd = float(evaluate(hb, n_value=L, inv_tau=it_frac))
                     cur = per_head.setdefault(name, {"worst_ratio": 0.0, "observed": 0.0, "bound": bd, "n": L,
@@ -314,7 +317,7 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
                 for o in hm.outputs:
                     node = f"out:{o.name}"
                     cols = [labels.index(hm.labels[k]) for k in o.coords]
-                    diff = np.abs(soft.x[:, 1:, cols] - hard.x[:, 1:, cols]).max(axis=2)
+                    diff = np.abs(soft.x[:, 1:, cols] - hard_x[:, 1:, cols]).max(axis=2)
                     bi, ri = np.unravel_index(int(np.argmax(diff)), diff.shape)
                     obs = float(diff[bi, ri])
                     max_dev = max(max_dev, obs)
@@ -324,10 +327,10 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
                     rows = [r for r in read_rows(o.at, L)]
                     if o.type == "boolean":
                         th = float(o.threshold)
-                        hs, ss = hard.x[:, rows, cols[0]] > th, soft.x[:, rows, cols[0]] > th
+                        hs, ss = hard_x[:, rows, cols[0]] > th, soft.x[:, rows, cols[0]] > th
                         mismatches += int(np.sum(hs != ss))
                     elif o.type == "categorical":
-                        ha = np.argmax(hard.x[:, rows][..., cols], axis=-1)
+                        ha = np.argmax(hard_x[:, rows][..., cols], axis=-1)
                         sa = np.argmax(soft.x[:, rows][..., cols], axis=-1)
                         mismatches += int(np.sum(ha != sa))
     nodes = {}
