@@ -337,7 +337,11 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
     evaluate(start)
     # 2. local search: mutate the worst words of each head, keep improvements
     rounds = 0
+    stale = 0
+    space = sum(k**L for L in grid)
     while used < budget and (deadline is None or time.perf_counter() < deadline):
+        if len(pool) >= space or stale >= 50:  # every word of the searched lengths seen, or no new ones
+            break
         rounds += 1
         cands = []
         for name in agg.heads:
@@ -355,9 +359,9 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
             new = [tuple(int(t) for t in rng.integers(1, k + 1, size=int(rng.choice(grid)))) for _ in range(16)]
         if progress:
             progress(f"search round {rounds}: {used}/{budget} words")
+        before = len(pool)
         evaluate(new[: max(1, budget - used)])
-        if rounds > 10_000:
-            break
+        stale = stale + 1 if len(pool) == before else 0
     rep = GapReport(method="searched", n_max=n_max, alphabet_size=k, words=agg.words, lengths=grid,
                     heads=agg.heads, outputs=agg.outputs, seed=seed)
     rep.notes.append(f"searched {agg.words} of {count_words(k, n_max)} words (periodic, random, local search); "
