@@ -551,10 +551,13 @@ class HahnBound:
     others: dict[str, str]
     applicable: bool = True
     reason: str = ""
+    n_valid: int = 1
 
 
 def hahn_bound(hm: HardModel, change_at: tuple[str, int] = ("end", 1)) -> HahnBound:
-    """Hahn sensitivity bound (module docstring; THEORY §1) for a bounded-PE model, every n.
+    """Hahn sensitivity bound (module docstring; THEORY §1) for a bounded-PE model, valid for every
+    ``n ≥ n_valid`` (the least n at which the changed position exists, is not the last one read
+    when counted from the end, and every count M of other positions is ≥ 0).
 
     Raises nothing for an unbounded model: returns ``applicable=False`` with the reason.
     """
@@ -572,6 +575,7 @@ def hahn_bound(hm: HardModel, change_at: tuple[str, int] = ("end", 1)) -> HahnBo
     e: list[LinForm] = [dict() for _ in range(d)]
     atoms: list[sp.Expr] = []
     ranges, others = {}, {}
+    Ms: list[sp.Expr] = []
     for li, (hs, ms) in enumerate(zip(hm.heads, hm.mlps)):
         box = next(st_iter).box
         B = box.magnitude()
@@ -584,7 +588,8 @@ def hahn_bound(hm: HardModel, change_at: tuple[str, int] = ("end", 1)) -> HahnBo
             R = sum((max(abs(a), abs(b)) * w for a, b, w in zip(qlo, qhi, width)), Fraction(0))
             Ru = up(R)
             Mo = others_seen(h.mask, change_at)
-            lam = 1 / (1 + sp.Max(Mo, 0) * sp.exp(-Ru / tau))
+            Ms.append(Mo)
+            lam = 1 / (1 + Mo * sp.exp(-Ru / tau))
             phi = (1 - sp.exp(-2 * sig / tau)) + 2 * lam if sig != 0 else 2 * lam
             idx = len(atoms)
             atoms.append(phi)
@@ -599,4 +604,8 @@ def hahn_bound(hm: HardModel, change_at: tuple[str, int] = ("end", 1)) -> HahnBo
             next(st_iter)
             e, _ = _mlp_step(m, e)
     sens = {o.name: _max_expr([e[c] for c in o.coords], atoms) for o in hm.outputs}
-    return HahnBound(sensitivity=sens, score_range=ranges, others=others)
+    where, c = change_at
+    n_valid = max(2, c + 1)
+    while any(M.subs(n, n_valid) < 0 for M in Ms) or (where == "start" and n_valid < c):
+        n_valid += 1
+    return HahnBound(sensitivity=sens, score_range=ranges, others=others, n_valid=n_valid)

@@ -451,7 +451,6 @@ def tie_break(hm: HardModel, betas: dict[str, Fraction], n_max: int, gaps: dict[
         add.append(ONE)
     if POS not in labels:
         add.append(POS)
-    d_old = len(labels)
     labels += add
     d = len(labels)
     if add:
@@ -501,7 +500,6 @@ def tie_break(hm: HardModel, betas: dict[str, Fraction], n_max: int, gaps: dict[
                          b2=np.concatenate([m.b2, zeros(d - len(m.b2))])) for m in ms] for ms in hm.mlps]
     hm2 = HardModel(spec=hm.spec, alphabet=hm.alphabet, labels=labels, token_embedding=E, features=feats,
                     table=table, heads=new_heads, mlps=new_mlps, outputs=list(hm.outputs))
-    del d_old
     return hm2, infos
 
 

@@ -67,6 +67,7 @@ class HahnResult:
 
     applicable: bool
     reason: str = ""
+    n_valid: int = 1
     inv_tau: Fraction | None = None
     eta: Fraction | None = None
     flip: Fraction | None = None
@@ -80,7 +81,7 @@ class HahnResult:
                 "inv_tau": None if self.inv_tau is None else str(self.inv_tau),
                 "eta": None if self.eta is None else str(self.eta), "flip_threshold": str(self.flip),
                 "change_at": ("n-" + str(self.change_at[1])) if self.change_at[0] == "end" else str(self.change_at[1]),
-                "outputs": self.outputs, "score_range_per_head": self.score_range,
+                "valid_for_n_ge": self.n_valid, "outputs": self.outputs, "score_range_per_head": self.score_range,
                 "other_positions_seen_per_head": self.others}
 
 
@@ -102,7 +103,7 @@ def hahn_analysis(hm: HardModel, inv_tau: Fraction, *, eta: Fraction = Fraction(
         raise ParameterError(f"eta must satisfy 0 < eta < 1/2, got {eta}")
     hb = hahn_bound(hm, change_at)
     res = HahnResult(applicable=hb.applicable, reason=hb.reason, inv_tau=inv_tau, eta=eta, flip=1 - 2 * eta,
-                     change_at=change_at, score_range=hb.score_range, others=hb.others)
+                     change_at=change_at, score_range=hb.score_range, others=hb.others, n_valid=hb.n_valid)
     if not hb.applicable:
         return res
     target = (1 - 2 * eta) * (1 - SAFETY)
@@ -118,7 +119,7 @@ def hahn_analysis(hm: HardModel, inv_tau: Fraction, *, eta: Fraction = Fraction(
                                                 "Hahn's lemma gives no failure length for this model/change position")
                 res.outputs[name] = out
                 continue
-            lo, hi = 1, 2
+            lo, hi = hb.n_valid, hb.n_valid + 1
             while _eval(e, hi) > tgt:
                 lo, hi = hi, hi * 2
             while hi - lo > 1:
@@ -209,6 +210,8 @@ def demonstrate(hm: HardModel, res: HahnResult, output: str, *, n_values=None, n
     rows = []
     first_break = None
     for n in n_values:
+        if n < res.n_valid:
+            continue
         read = n if o.at in ("last", "all") else 1
         pairs = flip_pairs(hm, tr, n, res.change_at, read, col, float(o.threshold))
         if not pairs:

@@ -24,7 +24,6 @@ claims are proved only *conditionally* and the certificate's overall status is `
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-from fractions import Fraction
 
 import numpy as np
 
@@ -441,8 +440,8 @@ def _print_hahn(r: dict) -> None:
             continue
         pf = v.get("proof", {})
         con.print(f"  N_fail = {v['n_fail']}: for every n >= N_fail a one-symbol change moves the output by at most "
-                  f"{v['target']} < 1 - 2 eta = {r['flip_threshold']}  [{pf.get('status', 'not proved')}"
-                  f"{' by z3 for all n >= N_fail' if pf.get('status') == 'proved' else ''}]")
+                  f"{v['target']} < 1 - 2 eta = {r['flip_threshold']}  ({pf.get('status', 'not proved')}"
+                  f"{' by z3 for all n >= N_fail' if pf.get('status') == 'proved' else ''})")
     for o, d in r.get("demonstration", {}).items():
         con.print(f"[bold]numeric demonstration ({o})[/bold]: first length where a flip pair is not clean: "
                   f"{d['first_break']}; every pair fails from N_fail on: {d['failure_forced_from_n_fail']}; "

@@ -3,12 +3,10 @@ obstacle (issue 5, items 4–7)."""
 
 from __future__ import annotations
 
-import itertools
 import math
 from fractions import Fraction
 from pathlib import Path
 
-import mpmath
 import numpy as np
 import pytest
 import sympy as sp
@@ -158,3 +156,19 @@ def test_hahn_no_decay_for_future_mask_change_near_end():
     assert res.outputs["X a"]["n_fail"] is None
     res2 = hahn_analysis(hm, Fraction(2), change_at=("start", 2))
     assert res2.outputs["X a"]["n_fail"] is not None
+
+
+def test_hahn_cli(tmp_path, capsys):
+    import json
+    from softhard.solver.cli import main
+    rc = main(["hahn", "Y a", "--alphabet", "ab", "--tau", "1/4", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["outputs"]["Y a"]["n_fail"] == 22 and out["valid_for_n_ge"] == 2
+    assert out["outputs"]["Y a"]["proof"]["status"] == "proved"
+    spec = load_spec("Y a", alphabet="ab")
+    p = tmp_path / "u.json"
+    p.write_text(json.dumps(export_transformer(build(spec, "U").model, name="Y a U")))
+    rc = main(["hahn", "--model", str(p), "--tau", "1"])
+    assert rc == 1 and "unbounded positional families" in capsys.readouterr().out
+    rc = main(["hahn", "--model", str(p), "--tau", "1", "--change-at", "n+1"])
+    assert rc == 2 and "--change-at" in capsys.readouterr().err

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from softhard.constructions.modelfile import load_model, parse_model
+from softhard.constructions.modelfile import load_model
 from softhard.constructions.random_models import random_model_doc
 from softhard.solver.certificate import compute_hashes, verify_certificate
 from softhard.solver.cli import main
