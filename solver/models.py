@@ -321,6 +321,8 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
                     obs = float(diff[bi, ri])
                     max_dev = max(max_dev, obs)
                     bd = float(c.bounds[node].value(L, it_frac, c.beta, c.eta))
+                    if bd == 0 and obs <= allow:
+                        obs = 0.0  # below float64 resolution (THEORY §7): not an observation of error
                     per_node[node].append({"family": fam, "n": L, "inputs": len(chunk), "observed": obs, "bound": bd,
                                            "allowance_abs": allow, "word": " ".join(chunk[bi]), "row": int(ri) + 1})
                     rows = [r for r in read_rows(o.at, L)]
@@ -344,7 +346,7 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
             "inputs": sum(r["inputs"] for r in rows), "worst_observed": w["observed"], "bound_there": w["bound"],
             "ratio": ratio(w), "at_n": w["n"], "family": w["family"],
             "word": w["word"] if len(w["word"]) <= 64 else w["word"][:61] + "...", "row": w["row"],
-            "allowance_rel": (w["allowance_abs"] / w["bound"]) if w["bound"] > 0 else float("inf"),
+            "allowance_rel": (w["allowance_abs"] / w["bound"]) if w["bound"] > 0 else 0.0,
             "violations": viol,
             "max_ratio_by_family": {f: max(ratio(r) for r in rows if r["family"] == f)
                                     for f in dict.fromkeys(r["family"] for r in rows)},
@@ -386,8 +388,12 @@ def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int =
     from .certificate import certify, compute_hashes
     if n_max > an.report.n_max:
         raise ParameterError(f"--n-max {n_max} exceeds the gap analysis length {an.report.n_max}")
-    cert = certify(c, n_max=n_max, n_lo=n_lo, tau=tau, find_tau=find_tau, all_n=False, timeout_s=timeout_s,
-                   numeric=False, progress=progress)
+    try:
+        cert = certify(c, n_max=n_max, n_lo=n_lo, tau=tau, find_tau=find_tau, all_n=False, timeout_s=timeout_s,
+                       numeric=False, progress=progress)
+    except ValueError as e:  # required_inv_tau beyond 1e30: a gap too small to matter in practice
+        raise NotSimulable(f"--find-tau: {e} (smallest gap {min((h.gap for h in an.report.heads.values() if h.gap), default=None)})",
+                           an.report) from None
     inv_tau = parse_frac(cert["construction"]["inv_tau"], "construction.inv_tau")
     eps = c.params["eta"]
     cert["premises"] = an.premises_json(eps)

@@ -97,6 +97,8 @@ def _wrap(parser, model_fn) -> None:
             return model_fn(args)
         if getattr(args, "formula", None) is None and orig.__name__ != "cmd_certify":
             raise ParameterError("give a formula (or a .ltl file) or --model FILE")
+        if getattr(args, "epsilon", None) is not None:
+            raise ParameterError("--epsilon is for --model (formula certificates use --eta)")
         return orig(args)
 
     dispatch.__name__ = getattr(orig, "__name__", "dispatch")
@@ -290,6 +292,8 @@ def cmd_certify_model(args) -> int:
                                              tie_break_mode=args.tie_break, exhaustive_limit=args.exhaustive_limit,
                                              search_words=args.search_words, search_max_len=args.search_max_len,
                                              seed=args.seed, method=args.method, progress=say)
+            cert = certify_model(c, an, n_max=args.n_max, n_lo=args.n_min, tau=args.tau, find_tau=args.find_tau,
+                                 timeout_s=args.timeout, numeric=not args.no_numeric, progress=say)
         except NotSimulable as e:
             if args.json:
                 print(json.dumps({"status": "not simulable", "message": str(e), "gap_report": e.report.to_json()},
@@ -297,8 +301,6 @@ def cmd_certify_model(args) -> int:
             else:
                 print(f"softhard: {e}", file=sys.stderr)
             return 1
-        cert = certify_model(c, an, n_max=args.n_max, n_lo=args.n_min, tau=args.tau, find_tau=args.find_tau,
-                             timeout_s=args.timeout, numeric=not args.no_numeric, progress=say)
     if args.output:
         write_certificate(cert, args.output, force=args.force)
     if args.json:
