@@ -470,7 +470,7 @@ def composed_bound(hm: HardModel, premises: dict[str, HeadPremise], n_max: int) 
             w = _written(h, e, D, idx)
             for b in range(d):
                 new[b] = _lin_add(new[b], w[b])
-            node = f"L{li}.{h.name}"
+            node = f"head:{h.name}"
             local_sigma = sp.Add(*[up(_coef_lin(h, a, B)) * esym[a] for a in range(d) if e[a] and _coef_lin(h, a, B)])
             local = (f"sigma = {local_sigma} + (quadratic terms in e); "
                      f"theta = " + ("t/(1+t)" if not ties or sig == 0 else "1 - exp(-2*sigma/tau)/(1+t)") +
@@ -494,7 +494,7 @@ def composed_bound(hm: HardModel, premises: dict[str, HeadPremise], n_max: int) 
         for mi, m in enumerate(ms):
             next(st_iter)
             e, info = _mlp_step(m, e)
-            node = f"L{li}.{m.name}" if m.name else f"L{li}.mlp{mi}"
+            node = f"L{li}.{m.name}"
             g.add_node(node, kind="ffn", layer=li, groups=len(info),
                        local="e_b <- e_b + sum_g max(P_gb, N_gb) * sum_a |r_ga| e_a (grouped ReLU units)",
                        error=str(_max_expr(e, atoms)))

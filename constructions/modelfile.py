@@ -865,7 +865,7 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
         for mi, mo in enumerate(ml):
             mw = f"{w}.mlp[{mi}]"
             _check_keys(mo, _MLP, ctx, mw, required=("W1", "W2"))
-            name = mo.get("name", f"L{li}.MLP{mi}")
+            name = mo.get("name", f"mlp{mi}")
             if not isinstance(name, str) or not name:
                 raise ctx.err(mw + ".name", "expected a non-empty string")
             W1 = _array(mo["W1"], ctx, mw + ".W1", 2, (d, None), ("residual", "plain"))
@@ -937,7 +937,8 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
             raise ctx.err("arrays", f"array {unused[0]!r} in the archive is not referenced by the model")
     inlined = inline_arrays(doc, npz) if npz is not None else copy.deepcopy(doc)
     inlined.pop("arrays", None)
-    return ModelSpec(name=str(doc.get("name") or Path(path).stem), description=str(doc.get("description") or ""),
+    inlined.setdefault("name", str(doc.get("name") or Path(path).stem))  # an embedded copy keeps its name
+    return ModelSpec(name=str(inlined["name"]), description=str(doc.get("description") or ""),
                      alphabet=tuple(alph), labels=list(labels), token_embedding=E, features=features, table=table,
                      layers=layers, outputs=outputs, inv_tau=inv_tau, doc=inlined, path=path, sha256=sha256)
 

@@ -158,3 +158,21 @@ def test_model_certificate_python_api_matches_cli(cert):
     c2 = certify_model(c, an, n_max=9, tau=1 / Fraction(cert["construction"]["inv_tau"]), numeric=False)
     assert c2["claims"][0]["expr_srepr"] == cert["claims"][0]["expr_srepr"]
     assert c2["status"] == "proved"
+
+
+def test_unnamed_headless_model_round_trip(tmp_path, capsys):
+    """No name, no heads, a sinusoidal feature: the bound is 0, the certificate verifies (the
+    embedded copy keeps the default name, so verify re-derives the same graph)."""
+    doc = {"format": "softhard-model", "version": 1, "alphabet": ["a", "b"], "d_model": 3,
+           "residual": ["bos", "one", "a"], "token_embedding": [[1, 0, 0], [0, 1, 1], [0, 1, 0]],
+           "positional": {"features": [{"family": "sinusoidal", "fn": "sin", "omega": 0.3, "coordinate": "bos"}]},
+           "layers": [{"mlp": {"W1": [[0], [0], [1]], "b1": [0.5], "W2": [[0, 0, 1]]}}],
+           "outputs": [{"name": "y", "type": "numerical", "coordinate": "a"}]}
+    p = tmp_path / "nohead.json"
+    p.write_text(json.dumps(doc))
+    out = tmp_path / "c.json"
+    assert main(["certify", "--model", str(p), "--n-max", "6", "--epsilon", "1/100", "--find-tau", "-o", str(out)]) == 0
+    c = json.loads(out.read_text())
+    assert c["claims"][0]["expr_text"] == "0" and c["source"]["model"]["name"] == "nohead"
+    assert main(["verify", str(out)]) == 0
+    capsys.readouterr()

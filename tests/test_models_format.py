@@ -225,3 +225,20 @@ def test_run_model_cli(capsys):
     rc = main(["run", "Y a", "ab", "--alphabet", "ab"])  # a formula still works without --model
     assert rc == 0
     capsys.readouterr()
+
+
+def test_sinusoidal_family_is_the_nearest_double():
+    import mpmath
+    doc = _doc()
+    doc["positional"] = {"features": [{"family": "sinusoidal", "fn": "cos", "omega": "1/3", "over_n": True,
+                                       "coordinate": "s1", "coefficient": 1}]}
+    hm = parse_model(doc).canonical()
+    n = 7
+    P = hm.positional_exact(n)
+    F = hm.positional_float(n)
+    s1 = hm.labels.index("s1")
+    for j in range(1, n + 1):
+        with mpmath.workdps(50):
+            want = float(mpmath.cos(mpmath.mpf(1) / 3 * j / n))
+        assert P[j, s1] == Fraction(want) and F[j, s1] == want
+    assert P[0, s1] == 0 and hm.bounded
