@@ -156,16 +156,35 @@ def check_epsilon(epsilon) -> Fraction:
     return e
 
 
+def epsilon_from_margin(rep: GapReport) -> Fraction:
+    """``--epsilon margin``: just below the smallest rounding margin of the boolean/categorical
+    outputs (``0.999·margin`` rounded down to 6 significant digits), so that error ≤ ε leaves every
+    rounded output unchanged.  Raises :class:`ParameterError` if there is no such output or the
+    margin is 0 (a hard output exactly at its threshold)."""
+    from ..bounds.composed import down
+    ms = [o.margin for o in rep.outputs.values() if o.margin is not None]
+    if not ms:
+        raise ParameterError("--epsilon margin needs a boolean or categorical output")
+    m = min(ms)
+    if m <= 0:
+        raise ParameterError("--epsilon margin: some hard output sits exactly at its threshold (margin 0)")
+    e = down(m * Fraction(999, 1000), 6)
+    return Fraction(int(e.p), int(e.q))
+
+
 def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_mode: str = "auto",
                              exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT, search_words: int = DEFAULT_SEARCH_WORDS,
                              search_max_len: int = DEFAULT_SEARCH_MAX_LEN, seed: int = 0, method: str = "auto",
                              progress: Callable[[str], None] | None = None) -> tuple[Construction, ModelAnalysis]:
     """Gap analysis, tie-break and composed bound for a model file (module docstring).
 
+    ``epsilon``: the target output error (exact), or ``"margin"`` (:func:`epsilon_from_margin`).
     Raises :class:`ParameterError` for bad parameters, :class:`ModelFormatError` if ``n_max``
     exceeds a positional table, :class:`NotSimulable` when a gap is 0.
     """
-    epsilon = check_epsilon(epsilon)
+    use_margin = isinstance(epsilon, str) and epsilon.strip() == "margin"
+    if not use_margin:
+        epsilon = check_epsilon(epsilon)
     if n_max < 1:
         raise ParameterError(f"--n-max must be >= 1, got {n_max}")
     if tie_break_mode not in ("auto", "off"):
@@ -195,6 +214,8 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
         raise NotSimulable(
             f"not simulable this way: head {h.name} ({h.rule}) has gap 0 on input {' '.join(h.word)!r} "
             f"(query row {h.row}){' — a UHA tie; rerun with --tie-break auto' if h.rule != 'AHA' else ''}", rep)
+    if use_margin:
+        epsilon = epsilon_from_margin(rep)
     premises = {name: HeadPremise(g.gap, g.ties_max) for name, g in rep.heads.items()}
     c, cb = _construction(spec, hm, premises, n_max, epsilon, betas)
     return c, ModelAnalysis(report=rep, report_before=before, tie_breaks=infos, hm_original=hm0, hm=hm, bound=cb,

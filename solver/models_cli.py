@@ -80,8 +80,8 @@ def register(sub, common, positive_int, tau_type) -> None:
     cert.add_argument("--model", default=None, metavar="FILE",
                       help="certify a hard-attention model file (THEORY §6) instead of a formula")
     cert.add_argument("--epsilon", default=None,
-                      help="with --model: the target output error, exact (e.g. 1/4); for boolean/categorical outputs "
-                           "use a value below the output margin the gap analysis reports")
+                      help="with --model: the target output error, exact (e.g. 1/4), or 'margin' (just below the "
+                           "smallest rounding margin of the boolean/categorical outputs, so rounded outputs are equal)")
     _gap_options(cert)
     _wrap(cert, cmd_certify_model)
 

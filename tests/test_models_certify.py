@@ -176,3 +176,11 @@ def test_unnamed_headless_model_round_trip(tmp_path, capsys):
     assert c["claims"][0]["expr_text"] == "0" and c["source"]["model"]["name"] == "nohead"
     assert main(["verify", str(out)]) == 0
     capsys.readouterr()
+
+
+def test_epsilon_margin():
+    from softhard.solver.models import epsilon_from_margin
+    spec = load_model(EXAMPLE)
+    c, an = build_model_construction(spec, n_max=6, epsilon="margin")
+    assert c.params["eta"] == Fraction(999, 2000) == epsilon_from_margin(an.report)
+    assert an.report.outputs["accept"].margin == Fraction(1, 2)
