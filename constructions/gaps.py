@@ -38,6 +38,7 @@ from .modelfile import ONE, POS, CanonHead, HardModel, MLPSpec, PEFeature, zeros
 DEFAULT_EXHAUSTIVE_LIMIT = 20_000
 DEFAULT_SEARCH_WORDS = 4_000
 DEFAULT_SEARCH_MAX_LEN = 512
+DENSE_CAP = 4096  # longest word the searched analysis evaluates (exact scores cost O(n^2) per head)
 CHUNK = 2048
 
 
@@ -304,6 +305,7 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
     top = min(n_max, max_len)
     grid = sorted({1, 2, 3, top} | {max(1, int(round(top ** (t / 8)))) for t in range(9)})
     grid = [L for L in grid if L <= top]
+    long = [L for L in sorted({n_max, (top + n_max) // 2}) if top < L <= DENSE_CAP]  # few words, but the longest
     deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
     used = 0
     pool: dict[tuple[int, ...], dict[str, Fraction | None]] = {}
@@ -321,8 +323,9 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
                 run = eng.run(tok)
                 agg.add(tok, run)
                 used += len(chunk)
+                per_head = {name: _word_gaps(rows) for name, rows in run.heads.items()}
                 for b, w in enumerate(chunk):
-                    pool[w] = {name: _word_gap(rows, b) for name, rows in run.heads.items()}
+                    pool[w] = {name: gs[b] for name, gs in per_head.items()}
 
     # 1. periodic and random words at every grid length
     start = []
@@ -332,6 +335,9 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
     for L in grid:
         for _ in range(per):
             start.append(tuple(int(t) for t in rng.integers(1, k + 1, size=L)))
+    for L in long:
+        start.extend(_periodic(k, L, 2))
+        start.extend(tuple(int(t) for t in rng.integers(1, k + 1, size=L)) for _ in range(4))
     if progress:
         progress(f"search: {len(start)} periodic and random words")
     evaluate(start)
@@ -345,7 +351,7 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
         rounds += 1
         cands = []
         for name in agg.heads:
-            scored = [(g[name], w) for w, g in pool.items() if g.get(name) is not None]
+            scored = [(g[name], w) for w, g in pool.items() if g.get(name) is not None and len(w) <= top]
             scored.sort(key=lambda t: t[0])
             for _, w in scored[:4]:
                 for _ in range(6):
@@ -362,25 +368,39 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
         before = len(pool)
         evaluate(new[: max(1, budget - used)])
         stale = stale + 1 if len(pool) == before else 0
-    rep = GapReport(method="searched", n_max=n_max, alphabet_size=k, words=agg.words, lengths=grid,
+    rep = GapReport(method="searched", n_max=n_max, alphabet_size=k, words=agg.words, lengths=grid + long,
                     heads=agg.heads, outputs=agg.outputs, seed=seed)
-    rep.notes.append(f"searched {agg.words} of {count_words(k, n_max)} words (periodic, random, local search); "
+    total = count_words(k, n_max)
+    tot = str(total) if total < 10**12 else f"about 10^{len(str(total)) - 1}"
+    rep.notes.append(f"searched {agg.words} of {tot} words (periodic, random, local search); "
                      "the minimum found is exact for these inputs but NOT proved for all inputs")
     if top < n_max:
-        rep.notes.append(f"lengths above {top} were not searched (search_max_len); the premise for n in "
-                         f"({top}, {n_max}] is extrapolated")
+        done = f"; lengths {', '.join(map(str, long))} only with periodic and a few random words" if long else ""
+        rep.notes.append(f"local search on lengths <= {top} (search_max_len){done}"
+                         + (f"; lengths above {DENSE_CAP} were not evaluated" if n_max > DENSE_CAP else ""))
     return rep
 
 
-def _word_gap(rows: HeadRows, b: int) -> Fraction | None:
-    """The head's gap on word ``b`` (min over rows; UHA tie = 0)."""
-    best = None
-    N = rows.ties.shape[1]
-    for i in range(1, N):
-        g = rows.gap(b, i)
-        if g is not None and (best is None or g < best):
-            best = g
-    return best
+def _word_gaps(rows: HeadRows) -> list[Fraction | None]:
+    """Per word of a batch: the head's gap (min over query rows ≥ 1; a UHA tie is 0; None if no
+    row has a competitor), vectorised over rows."""
+    valid = rows.has_rest[:, 1:]
+    g = rows.gap_num[:, 1:]
+    if g.dtype == object:
+        m = np.where(valid, g, float("inf")).min(axis=1)
+    else:
+        m = np.where(valid, g, np.iinfo(np.int64).max).min(axis=1)
+    any_valid = valid.any(axis=1)
+    tied = (rows.ties[:, 1:] >= 2).any(axis=1) if rows.rule != "AHA" else np.zeros(len(g), dtype=bool)
+    out: list[Fraction | None] = []
+    for b in range(len(g)):
+        if tied[b]:
+            out.append(Fraction(0))
+        elif not any_valid[b]:
+            out.append(None)
+        else:
+            out.append(rows.scale * Fraction(int(m[b]), rows.den))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
