@@ -156,3 +156,40 @@ def required_inv_tau(expr: sp.Expr, *, n_value, eta_value=Fraction(1, 4), beta_v
 def latex(expr: sp.Expr) -> str:
     """LaTeX of a bound with the field's symbols (τ, β, η)."""
     return sp.latex(expr, symbol_names={tau: r"\tau", beta: r"\beta", eta: r"\eta"})
+
+
+def required_inv_tau_many(expr: sp.Expr, n_values, *, eta_value=Fraction(1, 4), beta_value=Fraction(1, 4),
+                          iterations: int = 200):
+    """Vectorised float64 version of :func:`required_inv_tau` for many lengths at once.
+
+    Returns a NumPy array (same shape as ``n_values``) of the smallest ``1/τ`` with
+    ``expr(n, τ) ≤ η`` (bisection on a log scale; 0 where the bound is ≤ η for every τ).
+    Numeric only — for choosing temperatures in numeric runs, never for proofs.
+    """
+    import numpy as np
+
+    f = sp.lambdify([n, tau, beta, eta], expr, modules="numpy")
+    ns = np.asarray(n_values, dtype=np.float64)
+    b, e = float(beta_value), float(eta_value)
+
+    def ok(x):
+        with np.errstate(all="ignore"):
+            v = np.asarray(f(ns, 1.0 / x, b, e), dtype=np.float64)
+        return np.where(np.isnan(v), False, v <= e)
+
+    lo = np.full(ns.shape, 1e-12)
+    hi = np.full(ns.shape, 1.0)
+    for _ in range(200):
+        bad = ~ok(hi)
+        if not bad.any():
+            break
+        hi = np.where(bad, hi * 4, hi)
+    always = ok(lo)
+    for _ in range(iterations):
+        mid = np.sqrt(lo * hi)
+        good = ok(mid)
+        hi = np.where(good, mid, hi)
+        lo = np.where(good, lo, mid)
+        if np.all(hi / lo < 1 + 1e-13):
+            break
+    return np.where(always, 0.0, hi)

@@ -41,9 +41,12 @@ def _positive_int(name: str):
 
 
 def _tau(s: str) -> Fraction:
-    v = to_fraction(s, "--tau")
+    try:
+        v = to_fraction(s, "tau")
+    except ParameterError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     if v <= 0:
-        raise ParameterError(f"--tau must be > 0, got {s}")
+        raise argparse.ArgumentTypeError(f"tau must be > 0, got {s}")
     return v
 
 
@@ -205,6 +208,7 @@ def cmd_run(args) -> int:
 def cmd_bound(args) -> int:
     import sympy as sp
     from ..bounds import selection as S
+    from ..bounds.core import asymptotic_order
     from ..bounds.derive import evaluate, latex, required_inv_tau
 
     c = _construction(args)
@@ -214,8 +218,8 @@ def cmd_bound(args) -> int:
     nodes = []
     for v, nb in c.bounds.items():
         b = nb.bound
-        order, const = S.asymptotic_order(sp.simplify(b.inv_tau_star.subs(subs)))
-        gorder, _ = S.asymptotic_order(b.inv_tau_star_generic.subs(subs))
+        order, const = asymptotic_order(sp.simplify(b.inv_tau_star.subs(subs)))
+        gorder, _ = asymptotic_order(b.inv_tau_star_generic.subs(subs))
         req = float(required_inv_tau(b.leak, n_value=nmax, eta_value=c.eta, beta_value=c.beta)) if nmax >= b.n_min else 0.0
         gen = float(required_inv_tau(b.generic, n_value=nmax, eta_value=c.eta, beta_value=c.beta)) if nmax >= 2 else 0.0
         closed = float(evaluate(b.inv_tau_star, n_value=max(nmax, b.n_min), inv_tau=1, beta_value=c.beta,
@@ -295,8 +299,8 @@ def cmd_confirm(args) -> int:
     fams = {k: v for k, v in fams.items() if v}
     from rich.progress import Progress
     with Progress(transient=True, disable=args.json) as prog:
-        task = prog.add_task("confirming", total=len(fams))
-        conf = confirm(m, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta,
+        task = prog.add_task("confirming", total=len(fams) + 1)
+        conf = confirm(m, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta, key_pattern_ns=adv_ns,
                        progress=lambda name: prog.update(task, advance=1, description=f"family {name}"))
     summ = conf.summary()
     result = {"formula": str(c.spec.formula), "regime": c.regime, "n_max": args.n_max,
@@ -327,7 +331,10 @@ def cmd_confirm(args) -> int:
 
 def main(argv=None) -> int:
     ap = build_parser()
-    args = ap.parse_args(argv)
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:  # argparse: --help (0) or a usage error (2)
+        return int(e.code or 0)
     try:
         with mpmath.workdps(30):
             return args.func(args)

@@ -1,0 +1,205 @@
+"""The solver stage: sound encodings, proved / refuted / unknown, and the SOLVER-NOTES pitfalls.
+
+Expected answers are computed independently: the smallest violating n by scanning exact
+values in mpmath, enclosure soundness against mpmath at high precision.
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import mpmath
+import pytest
+import sympy as sp
+import z3
+
+from softhard.bounds import selection as S
+from softhard.bounds.derive import required_inv_tau
+from softhard.constructions.errors import SolverError
+from softhard.solver import encode
+from softhard.solver.check import Claim, check_claim, run_z3
+from softhard.solver.search import find_inv_tau, round_up
+
+Q14 = Fraction(1, 4)
+B = sp.Rational(1, 4)
+
+
+def claim_T(inv_tau: Fraction, lo=2, hi=10**6, key_const=False, scale=1, eta=Q14) -> Claim:
+    e = S.leak_T(key_const).subs({S.beta: B, S.tau: sp.Rational(inv_tau.denominator, inv_tau.numerator)})
+    return Claim(e * scale, eta, lo, hi, label="T")
+
+
+def claim_U(inv_tau: Fraction, lo=1, hi=None, scale=1) -> Claim:
+    e = S.leak_U().subs({S.tau: sp.Rational(inv_tau.denominator, inv_tau.numerator)})
+    return Claim(e * scale, Q14, lo, hi, label="U")
+
+
+def smallest_violation(expr, hi, lo=1, eta=Q14):
+    """Independent oracle: bisection over n with 40-digit mpmath (expr increasing in n here)."""
+    f = sp.lambdify([encode.n], expr, "mpmath")
+    with mpmath.workdps(40):
+        e = mpmath.mpf(eta.numerator) / eta.denominator
+        a, b = lo, hi
+        if f(b) <= e:
+            return None
+        while a < b:  # monotone: bisection
+            m = (a + b) // 2
+            if f(m) > e:
+                b = m
+            else:
+                a = m + 1
+        return a
+
+
+def test_known_true_claims_are_proved():
+    x = required_inv_tau(S.leak_T(), n_value=10**6)
+    r = check_claim(claim_T(round_up(x * (1 + mpmath.mpf(10) ** -8))))
+    assert r.status == "proved" and r.second_check.status == "proved" and not r.disagreement
+    assert all(q.answer == "unsat" for q in r.queries if q.answer != "sat")
+    assert any("(check-sat)" in q.smtlib for q in r.queries)
+    # regime U, for ALL n ≥ 1: 1/τ just above ln 4
+    r = check_claim(claim_U(round_up(mpmath.log(4) * (1 + mpmath.mpf(10) ** -9))))
+    assert r.status == "proved" and r.claim.n_hi is None
+
+
+@pytest.mark.parametrize("kind", ["T", "T1", "U"])
+def test_known_false_claims_are_refuted_at_the_smallest_n(kind):
+    if kind.startswith("T"):
+        x = required_inv_tau(S.leak_T(kind == "T1"), n_value=5000)
+        cl = claim_T(round_up(x, 12), hi=20000, key_const=kind == "T1")  # fails for n ≳ 5000
+    else:
+        cl = claim_U(Fraction(1386294361, 10**9), hi=10**6)  # 1/τ slightly below ln 4
+    r = check_claim(cl)
+    want = smallest_violation(cl.expr, cl.n_hi, cl.n_lo)
+    assert want is not None
+    assert r.status == "refuted"
+    assert r.counterexample == want
+    assert mpmath.mpf(r.value.split()[0].strip("[")) > 0.25
+    assert r.second_check.status == "refuted"
+
+
+def test_weakened_bound_is_refuted_numerically_and_by_the_solver():
+    """Pretend the leak bound were 10x smaller.  The temperature certified for that weakened bound
+    is too warm: the numeric run exceeds the weakened bound (numeric refutation) and the solver
+    refutes the true claim at that temperature."""
+    from softhard.bounds.confirm import compare
+    from softhard.bounds.derive import NodeBound
+    from softhard.constructions.compile import compile_formula
+    from softhard.constructions.parse import parse_formula
+    from softhard.constructions.simulate import observe
+    from softhard.constructions.weights import build_transformer
+
+    N, E = 300, Fraction(1, 50)
+    weak = S.selection_bound("T", key_const=True)
+    weak.leak = S.leak_T(True) / 10
+    x_weak = round_up(required_inv_tau(weak.leak, n_value=N, eta_value=E) * (1 + mpmath.mpf(10) ** -9))
+    g = compile_formula(parse_formula("Y a"), ["a", "b"])
+    m = build_transformer(g, "T")
+    summary = observe(m, [("b",) * N, ("a",) * N], float(x_weak))
+    checks = compare(summary, {"Y a": NodeBound("Y a", "Y", 1, "Y a", weak)}, "adversarial", beta=Q14, eta=E)
+    assert checks and not all(c.ok for c in checks)  # numeric refutation
+    assert max(c.ratio for c in checks) > 9.9  # the leak is ~10x the weakened bound
+    cl = claim_T(x_weak, hi=N, key_const=True, eta=E)
+    r = check_claim(cl)
+    assert r.status == "refuted" and r.counterexample == smallest_violation(cl.expr, N, 2, eta=E)
+
+
+def _am_gm_query(k=5):
+    """An unsatisfiable AM-GM instance that Z3 5.x cannot finish within seconds."""
+    ctx = z3.Context()
+    xs = z3.Reals(" ".join(f"x{i}" for i in range(k)), ctx)
+    s = z3.Solver(ctx=ctx)
+    for v in xs:
+        s.add(v >= 0)
+    s.add(z3.Product(xs) == 1, z3.Sum(xs) < k - z3.Q(1, 10**6, ctx), z3.Sum([v * v * v for v in xs]) <= k + 1)
+    return s.to_smt2()
+
+
+def test_hard_kill_of_a_runaway_solver():
+    """Z3 timeouts are soft (SOLVER-NOTES); the child is killed at the wall-clock limit: unknown."""
+    import time
+    t0 = time.perf_counter()
+    ans, reason, model_n, secs = run_z3(_am_gm_query(), timeout_s=0.5)
+    assert ans == "unknown" and reason
+    assert time.perf_counter() - t0 < 3.0
+
+
+def test_solver_unknown_is_never_proved(monkeypatch):
+    """A Z3 unknown (or kill) gives status unknown even when the arb check alone would prove it."""
+    import softhard.solver.check as chk
+    monkeypatch.setattr(chk, "run_z3", lambda smt, timeout_s=0: ("unknown", "timeout (hard wall-clock kill)", None, 0.0))
+    x = required_inv_tau(S.leak_T(), n_value=1000)
+    r = chk.check_claim(claim_T(round_up(x * 2), hi=1000))
+    assert r.status == "unknown" and "timeout" in r.reason
+    assert r.second_check.status == "proved"
+
+
+def test_exp_never_reaches_z3():
+    """SOLVER-NOTES: Z3 parses (exp …) and answers wrongly — e.g. e^40 > 235385266837019986 is false
+    but Z3 says sat.  Our translator refuses transcendental terms outright."""
+    e40 = sp.exp(40)
+    tr = encode._Translator(z3.Real("n"), {})
+    with pytest.raises(SolverError, match="must not reach Z3"):
+        tr(e40 - 235385266837019986)
+    with pytest.raises(SolverError):
+        tr(sp.log(encode.n))
+    with pytest.raises(SolverError):
+        tr(encode.n ** sp.Rational(1, 2))
+    # and the query builder replaces every exp by an enclosed variable: no exp in the SMT text
+    q = encode.build_query(S.leak_U().subs(S.tau, sp.Rational(1, 2)), Q14, 1, 100)
+    assert "exp" not in q.smtlib and "log" not in q.smtlib
+    # the true statement, encoded soundly, is refuted by the rational enclosure of e^40
+    L, U = encode.enclose(sp.exp(sp.Integer(40)), 1, 1, 128)
+    assert U < 235385266837019986 and L > 235385266837019985
+
+
+def test_floats_are_rejected():
+    with pytest.raises(SolverError):
+        encode.build_query(sp.Float(0.1) * encode.n, Q14, 1, 10)
+    with pytest.raises(SolverError):
+        encode.q(0.1)
+    assert encode.q(Fraction(1, 10)).as_fraction() == Fraction(1, 10)
+
+
+def test_enclosures_are_sound():
+    """L ≤ e^{g(n)} ≤ U for every integer n in the box, checked in 80-digit mpmath."""
+    rnd = random.Random(5)
+    atoms = sorted(S.leak_T().subs({S.beta: B, S.tau: sp.Rational(1, 37)}).atoms(sp.exp), key=str)
+    for _ in range(40):
+        lo = rnd.randint(2, 500)
+        hi = lo + rnd.randint(0, 500)
+        for a in atoms:
+            L, U = encode.enclose(a, lo, hi, 64)
+            f = sp.lambdify([encode.n], a, "mpmath")
+            with mpmath.workdps(80):
+                for nv in {lo, hi, (lo + hi) // 2}:
+                    v = f(nv)
+                    assert mpmath.mpf(L.numerator) / L.denominator <= v
+                    if U is not None:
+                        assert v <= mpmath.mpf(U.numerator) / U.denominator
+
+
+def test_sat_of_an_over_approximation_is_not_a_counterexample():
+    """A true claim with slack only at fine resolution: the first box is 'sat' (loose enclosures),
+    the candidates are checked rigorously and the box is split until proved — never 'refuted'."""
+    x = required_inv_tau(S.leak_T(), n_value=10**4)
+    cl = claim_T(round_up(x * (1 + mpmath.mpf(10) ** -7)), lo=2, hi=10**4)
+    # make the box structure hard: a Max of the bound and a version shifted in n
+    e2 = cl.expr.subs(encode.n, encode.n + 1) * sp.Rational(9, 10)
+    r = check_claim(Claim(sp.Max(cl.expr, e2), Q14, 2, 10**4))
+    assert r.status == "proved"
+    assert r.second_check.status == "proved"
+
+
+def test_find_tau_is_tight():
+    def make(x):
+        return claim_T(x, hi=10**5)
+
+    res = find_inv_tau(make, lambda k: S.leak_T(), n_bind=10**5, eta=Q14, beta=Q14)
+    tight = required_inv_tau(S.leak_T(), n_value=10**5)
+    assert res.inv_tau is not None
+    assert 1 <= res.inv_tau / Fraction(str(tight)) < 1 + 1e-8
+    # just below the certified value it is refuted
+    below = round_up(tight * (1 - mpmath.mpf(10) ** -7))
+    assert check_claim(make(below), minimise=False).status == "refuted"

@@ -1,0 +1,90 @@
+"""The soft transformers accept exactly the example languages (issue 2, "Real input").
+
+For each example and each regime, at the temperature the node bounds require for η = 1/4
+(regime T: the tight requirement at the word's length; regime U: one fixed τ for every length),
+the soft transformer's clean output at the judged position must equal Python's ``re.fullmatch``
+on a regular expression written independently of the formula: all non-empty words up to length 12
+and 10,000 random words of lengths 1..500 (members, mutated members, near misses, uniform).
+The hard transformer is checked on the same words.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from languages import EXAMPLES, LANGUAGES, MAX_EXHAUSTIVE, random_words
+from softhard.bounds.derive import required_inv_tau_many
+from softhard.constructions.model import forward
+from softhard.constructions.parse import load_spec
+from softhard.solver.pipeline import build
+
+ETA = Fraction(1, 4)
+SAFETY = 1 + 1e-6  # just above the tight requirement (the bound is then just below η)
+
+
+def _inv_tau_schedule(c, lengths):
+    """1/τ per length: max over the construction's node bounds of the tight requirement."""
+    lengths = np.asarray(sorted(lengths))
+    req = np.zeros(len(lengths))
+    for nb in c.distinct_bounds():
+        if c.regime == "U":
+            expr, ns = nb.bound.all_n, np.full(len(lengths), 10**9)  # one τ for all n: δ < e^{-1/τ}
+        else:
+            expr, ns = nb.leak, lengths
+        r = required_inv_tau_many(expr, ns, eta_value=c.eta, beta_value=c.beta)
+        req = np.maximum(req, np.where(lengths >= nb.bound.n_min, r, 0.0))
+    return dict(zip(lengths.tolist(), (np.maximum(req, 1e-3) * SAFETY).tolist()))
+
+
+def _soft_verdicts(c, words, hard_up_to=MAX_EXHAUSTIVE):
+    """{word: (soft accepts, hard accepts or None, soft value)} with the schedule of
+    :func:`_inv_tau_schedule`; the hard transformer is run on words up to ``hard_up_to``."""
+    by_len: dict[int, list[str]] = {}
+    for w in words:
+        by_len.setdefault(len(w), []).append(w)
+    sched = _inv_tau_schedule(c, by_len)
+    m = c.model
+    out_ix = m.index(m.outputs[0])
+    res = {}
+    for n, ws in by_len.items():
+        tok = m.encode([list(w) for w in ws])
+        pos = n if c.spec.at == "last" else 1
+        soft = forward(m, tok, mode="soft", inv_tau=sched[n]).x[:, pos, out_ix]
+        if n <= hard_up_to:
+            hard = forward(m, tok, mode="hard").x[:, pos, out_ix]
+            assert np.all((hard == 0) | (hard == 1)), "hard transformer output must be exactly Boolean"
+        else:
+            hard = [None] * len(ws)
+        for w, s, h in zip(ws, soft, hard):
+            res[w] = (bool(s > 0.5), None if h is None else bool(h > 0.5), float(s))
+    return res, sched
+
+
+@pytest.mark.parametrize("regime", ["T", "U"])
+@pytest.mark.parametrize("name", sorted(LANGUAGES))
+def test_soft_transformer_recognises_language(name: str, regime: str) -> None:
+    lang = LANGUAGES[name]
+    spec = load_spec(str(EXAMPLES / f"{name}.ltl"))
+    c = build(spec, regime, eta=ETA)
+    regex = re.compile(lang.regex)
+    words = ["".join(t) for k in range(1, MAX_EXHAUSTIVE + 1) for t in itertools.product(lang.alphabet, repeat=k)]
+    words += random_words(lang, seed=777 + sorted(LANGUAGES).index(name))
+    verdicts, sched = _soft_verdicts(c, set(words))
+    wrong = [(w, v) for w, v in verdicts.items() if v[0] != (regex.fullmatch(w) is not None)]
+    wrong_hard = [w for w, v in verdicts.items() if v[1] is not None and v[1] != (regex.fullmatch(w) is not None)]
+    assert not wrong_hard, f"hard transformer disagrees with the regex on {wrong_hard[:3]}"
+    assert not wrong, f"soft transformer disagrees with the regex on {len(wrong)} words, e.g. {wrong[:3]}"
+    # clean outputs are Boolean up to float rounding in the clean-up MLPs
+    assert max(min(abs(v[2]), abs(v[2] - 1)) for v in verdicts.values()) < 1e-9
+    if regime == "U" and c.bounds:
+        assert len(set(sched.values())) == 1  # one fixed temperature for every length
+        assert abs(next(iter(sched.values())) / SAFETY - np.log(4)) < 1e-6  # 1/τ = ln(1/η)
+    if regime == "T" and c.bounds:
+        big = max(sched)
+        # Θ(n): the requirement at the longest word is ≈ (n/β)·ln(1/η)
+        assert 0.95 < sched[big] / (big / 0.25 * np.log(4)) < 1.1
