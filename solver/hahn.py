@@ -93,14 +93,21 @@ def _eval(expr: sp.Expr, nv) -> mpmath.mpf:
 
 def hahn_analysis(hm: HardModel, inv_tau: Fraction, *, eta: Fraction = Fraction(1, 4),
                   change_at: tuple[str, int] = ("end", 1), prove: bool = True, timeout_s: float = 20.0) -> HahnResult:
-    """Sensitivity bound and ``N_fail`` at ``1/τ = inv_tau`` (module docstring).
+    """Sensitivity bound and ``N_fail`` at ``1/τ = inv_tau`` (module docstring); the bound holds at
+    every position other than the changed one.
 
-    Raises :class:`ParameterError` for ``inv_tau <= 0`` or η outside (0, 1/2).
+    Raises :class:`ParameterError` for ``inv_tau <= 0``, η outside (0, 1/2), or an output read at
+    the changed position.
     """
     if inv_tau <= 0:
         raise ParameterError(f"1/tau must be > 0, got {inv_tau}")
     if not (0 < eta < Fraction(1, 2)):
         raise ParameterError(f"eta must satisfy 0 < eta < 1/2, got {eta}")
+    where, c = change_at
+    for o in hm.outputs:
+        if (o.at == "first" and where == "start" and c == 1) or (o.at == "last" and where == "end" and c == 0):
+            raise ParameterError(f"output {o.name} is read at the changed position itself; the sensitivity bound is "
+                                 "for the other positions (choose another --change-at)")
     hb = hahn_bound(hm, change_at)
     res = HahnResult(applicable=hb.applicable, reason=hb.reason, inv_tau=inv_tau, eta=eta, flip=1 - 2 * eta,
                      change_at=change_at, score_range=hb.score_range, others=hb.others, n_valid=hb.n_valid)
