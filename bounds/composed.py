@@ -390,39 +390,73 @@ def _spread(h: CanonHead, box: Box) -> list[Fraction]:
     return [b - a for a, b in zip(lo, hi)]
 
 
-def _mlp_step(m, e: list[LinForm]) -> tuple[list[LinForm], list[dict]]:
-    """Error after a residual ReLU MLP (module docstring); also returns the unit groups."""
+def _mlp_groups(m, e: list[LinForm]) -> list[tuple[dict[int, Fraction], dict[int, Fraction]]]:
+    """Units of a ReLU MLP grouped by their input direction on the error-carrying coordinates:
+    per group, ``(|r_ga| by coordinate a, max(P_gb, N_gb) by output coordinate b)`` (module docstring)."""
     d = len(e)
     dirty = [a for a in range(d) if e[a]]
     if not dirty:
-        return [dict(f) for f in e], []
+        return []
     W1, W2 = m.W1, m.W2
-    h = W1.shape[1]
     groups: dict[tuple, list[tuple[int, Fraction]]] = {}
-    for u in range(h):
+    for u in range(W1.shape[1]):
         col = [W1[a, u] for a in dirty]
         piv = next((x for x in col if x != 0), None)
         if piv is None:
             continue
-        key = tuple(x / piv for x in col)
-        groups.setdefault(key, []).append((u, piv))
-    out = [dict(f) for f in e]
-    info = []
+        groups.setdefault(tuple(x / piv for x in col), []).append((u, piv))
+    out = []
     for key, units in groups.items():
-        dz: LinForm = {}
-        for a, r in zip(dirty, key):
-            if r:
-                dz = _lin_add(dz, e[a], abs(r))
-        coefs = []
+        r = {a: abs(x) for a, x in zip(dirty, key) if x}
+        coefs = {}
         for b in range(d):
             P = sum((max(Fraction(0), al * W2[u, b]) for u, al in units), Fraction(0))
             N_ = sum((max(Fraction(0), -al * W2[u, b]) for u, al in units), Fraction(0))
-            c = max(P, N_)
-            if c:
-                out[b] = _lin_add(out[b], dz, c)
-                coefs.append(c)
-        info.append({"units": len(units), "max_coefficient": str(max(coefs)) if coefs else "0"})
-    return out, info
+            if max(P, N_):
+                coefs[b] = max(P, N_)
+        out.append((r, coefs))
+    return out
+
+
+def _mlp_step(m, e: list[LinForm]) -> tuple[list[LinForm], list[tuple]]:
+    """Error after a residual ReLU MLP (module docstring); also returns the unit groups."""
+    groups = _mlp_groups(m, e)
+    out = [dict(f) for f in e]
+    for r, coefs in groups:
+        dz: LinForm = {}
+        for a, ra in r.items():
+            dz = _lin_add(dz, e[a], ra)
+        for b, c in coefs.items():
+            out[b] = _lin_add(out[b], dz, c)
+    return out, groups
+
+
+def _local_mlp(groups, e: list[LinForm], esym: dict) -> dict[str, str]:
+    """The MLP's rule per changed coordinate, in the parent's per-coordinate errors ``e_<label>``."""
+    rules: dict[int, sp.Expr] = {}
+    for r, coefs in groups:
+        dz = sp.Add(*[up(ra) * esym[a] for a, ra in sorted(r.items())])
+        for b, c in coefs.items():
+            rules[b] = rules.get(b, esym[b] if e[b] else sp.Integer(0)) + up(c) * dz
+    return {str(esym[b]): str(v) for b, v in sorted(rules.items())}
+
+
+def _local_head(h: CanonHead, e: list[LinForm], B: list[Fraction], D: list[Fraction], esym: dict,
+                th: sp.Symbol) -> tuple[str, dict[str, str]]:
+    """The head's rule in the parent's per-coordinate errors: σ (full, with the quadratic terms) and
+    the error written into each coordinate (in terms of its mixing atom ``th``)."""
+    M = h.qk()
+    d = M.shape[0]
+    dirty = [a for a in range(d) if e[a]]
+    sig = sp.Add(*[up(_coef_lin(h, a, B)) * esym[a] for a in dirty if _coef_lin(h, a, B)])
+    sig += sp.Add(*[up(abs(M[a, b])) * esym[a] * esym[b] for a in dirty for b in dirty if M[a, b] != 0])
+    VO = h.vo()
+    written = {}
+    for b in range(d):
+        ex = sp.Add(*[up(abs(VO[a, b])) * esym[a] for a in dirty if VO[a, b] != 0]) + (up(D[b]) * th if D[b] else 0)
+        if ex != 0:
+            written[str(esym[b])] = str(ex)
+    return str(sig), written
 
 
 def composed_bound(hm: HardModel, premises: dict[str, HeadPremise], n_max: int) -> ComposedBound:
@@ -443,7 +477,7 @@ def composed_bound(hm: HardModel, premises: dict[str, HeadPremise], n_max: int) 
     g.add_node("embed", kind="embed", layer=0, error="0")
     prev = "embed"
     heads_info: dict[str, dict] = {}
-    esym = {a: sp.Symbol(f"e_{lab}") for a, lab in enumerate(hm.labels)}
+    esym = {a: sp.Symbol(f"e[{lab}]") for a, lab in enumerate(hm.labels)}
     for li, (hs, ms) in enumerate(zip(hm.heads, hm.mlps)):
         st = next(st_iter)
         box = st.box
@@ -471,32 +505,33 @@ def composed_bound(hm: HardModel, premises: dict[str, HeadPremise], n_max: int) 
             for b in range(d):
                 new[b] = _lin_add(new[b], w[b])
             node = f"head:{h.name}"
-            local_sigma = sp.Add(*[up(_coef_lin(h, a, B)) * esym[a] for a in range(d) if e[a] and _coef_lin(h, a, B)])
-            local = (f"sigma = {local_sigma} + (quadratic terms in e); "
-                     f"theta = " + ("t/(1+t)" if not ties or sig == 0 else "1 - exp(-2*sigma/tau)/(1+t)") +
-                     (f", t = {m1}*exp(-({down(pr.gap)} - 2*sigma)/tau)" if pr.gap is not None else ", t = 0"))
+            local_sigma, local_written = _local_head(h, e, B, D, esym, sp.Symbol(f"theta[{h.name}]"))
+            local = (f"sigma = {local_sigma}; theta[{h.name}] = "
+                     + ("t/(1+t)" if not ties or sig == 0 else "1 - exp(-2*sigma/tau)/(1+t)")
+                     + (f", t = {m1}*exp(-({down(pr.gap)} - 2*sigma)/tau)" if pr.gap is not None else ", t = 0"))
             head_err = _max_expr(w, atoms)
             g.add_node(node, kind="attn", layer=li, head=h.name, mask=h.mask, rule=h.rule,
                        gap=(None if pr.gap is None else str(down(pr.gap))), ties_max=int(pr.ties),
                        m_minus_1=str(m1), spread_max=str(up(max(D))) if D else "0",
-                       tie_break=str(h.tie_break), local=local, sigma=str(sig), theta=str(theta),
-                       error=str(head_err))
+                       tie_break=str(h.tie_break), local=local, written=local_written, sigma=str(sig),
+                       theta=str(theta), error=str(head_err))
             g.add_edge(prev, node)
             g.add_edge(node, add_node)
             heads_info[h.name] = {"sigma": sig, "theta": theta, "t": t, "atom": idx, "node": node,
                                   "spread": [str(up(x)) for x in D], "error": head_err}
         e = new
         if hs:
-            g.add_node(add_node, kind="residual-add", layer=li, local="e_b <- e_b + sum_h written_h(b)",
+            g.add_node(add_node, kind="residual-add", layer=li,
+                       local="e[b] <- e[b] + sum over this layer's heads of their 'written' rule for b",
                        error=str(_max_expr(e, atoms)))
             g.add_edge(prev, add_node)
             prev = add_node
         for mi, m in enumerate(ms):
             next(st_iter)
-            e, info = _mlp_step(m, e)
+            e_in = e
+            e, groups = _mlp_step(m, e)
             node = f"L{li}.{m.name}"
-            g.add_node(node, kind="ffn", layer=li, groups=len(info),
-                       local="e_b <- e_b + sum_g max(P_gb, N_gb) * sum_a |r_ga| e_a (grouped ReLU units)",
+            g.add_node(node, kind="ffn", layer=li, groups=len(groups), local=_local_mlp(groups, e_in, esym),
                        error=str(_max_expr(e, atoms)))
             g.add_edge(prev, node)
             prev = node

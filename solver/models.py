@@ -421,7 +421,8 @@ def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int =
     cert["analysis"] = {
         "gap_report": an.report.to_json(),
         "gap_report_before_tie_break": an.report_before.to_json() if an.report_before else None,
-        "per_node": {v: {k: a[k] for k in ("kind", "local", "error") if k in a} for v, a in c.graph.nodes(data=True)},
+        "per_node": {v: {k: a[k] for k in ("kind", "local", "written", "error") if k in a}
+                     for v, a in c.graph.nodes(data=True)},
         "epsilon": str(eps),
         "options": {k: v for k, v in an.analysis_options.items()},
     }
