@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import certify_cli
     certify_cli.register(sub, _common, _positive_int, _tau)
+    from . import models_cli  # model files: gap, hahn, run --model, certify --model (THEORY §1, §6)
+    models_cli.register(sub, _common, _positive_int, _tau)
     return ap
 
 
