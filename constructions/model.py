@@ -38,6 +38,7 @@ residual streams agree (they differ only in the raw attention coordinates before
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -961,6 +962,10 @@ def _score_scale(cols: _Cols, head: Head) -> tuple[float, int]:
     return scale, int(len(rq) + len(rk) + k + 2)
 
 
+#: a dense fallback beyond this many positions is announced with a RuntimeWarning
+DENSE_WARN_N = 1 << 15
+
+
 def _head_eval(head: Head, cols: _Cols, soft: bool, inv_tau, path: str, chunk):
     """Run one head on a column stream; returns ``(HeadTrace, soft (dv,B,N) | None, hard (dv,B,N))``."""
     if path not in ("auto", "dense", "structured"):
@@ -979,6 +984,10 @@ def _head_eval(head: Head, cols: _Cols, soft: bool, inv_tau, path: str, chunk):
     if res is None:
         if path == "structured":
             raise ParameterError(f"head {head.name}: scores are not of the structured form a(j) + q(i)·g(j)")
+        if cols.N > DENSE_WARN_N:
+            warnings.warn(f"head {head.name}: scores are not structured on this input (e.g. a key that is not "
+                          f"discrete), using the dense path at N = {cols.N}: O(N^2) = {cols.N ** 2:.2g} scores",
+                          RuntimeWarning, stacklevel=3)
         K = _lin(cols, head.W_K)
         res = _dense_eval(Q, K, V, head.mask, head.rule, inv_tau, soft, chunk)
     s, h, leak, ties = res
