@@ -35,6 +35,7 @@ import resource
 import sys
 import time
 from fractions import Fraction
+from pathlib import Path
 
 import mpmath
 import numpy as np
@@ -42,6 +43,7 @@ import numpy as np
 from softhard.bounds.confirm import compare
 from softhard.bounds.derive import derive, required_inv_tau
 from softhard.constructions.compile import compile_formula
+from softhard.constructions.model import keep_freed_memory
 from softhard.constructions.parse import parse_formula
 from softhard.constructions.simulate import RunSummary, adversarial_words, observe
 from softhard.constructions.weights import build_transformer
@@ -71,9 +73,17 @@ def random_strings(count: int, n: int, seed: int, per: int):
                for _ in range(min(per, count - k0))]
 
 
+def _first(path: Path, prefix: str, parse, default):
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return default
+    return next((parse(ln) for ln in lines if ln.startswith(prefix)), default)
+
+
 def machine() -> dict:
-    model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
-    mem = next((int(ln.split()[1]) for ln in open("/proc/meminfo") if ln.startswith("MemTotal")), 0)
+    model = _first(Path("/proc/cpuinfo"), "model name", lambda ln: ln.split(":", 1)[1].strip(), "?")
+    mem = _first(Path("/proc/meminfo"), "MemTotal", lambda ln: int(ln.split()[1]), 0)
     return {"cpu": model, "nproc": os.cpu_count(), "ram_gib": round(mem / 2**20, 1),
             "python": platform.python_version(), "numpy": np.__version__,
             "load_avg_at_start": os.getloadavg()}
@@ -88,6 +98,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the report as JSON to this file")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
+    keep_freed_memory()  # reuse freed arrays instead of faulting in fresh pages (see model.py)
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table

@@ -314,11 +314,12 @@ class _Cols:
     (the hard stream of :func:`forward_pair`), plus per-column caches of max |x| and of the
     discrete levels over the real positions (invalidated with :meth:`touched`)."""
 
-    __slots__ = ("base", "overlay", "d", "B", "N", "_maxabs", "_levels")
+    __slots__ = ("base", "overlay", "d", "B", "N", "_maxabs", "_levels", "_strided")
 
     def __init__(self, base: np.ndarray, overlay: dict | None = None):
         self.base = base
         self.overlay = overlay
+        self._strided = None if base[0].flags.c_contiguous else {}
         self.d, self.B, self.N = base.shape
         self._maxabs: dict[int, float] = {}
         self._levels: dict[int, object] = {}
@@ -328,6 +329,11 @@ class _Cols:
             v = self.overlay.get(c)
             if v is not None:
                 return v
+        if self._strided is not None:  # a (B, N, d) array seen through a transpose: copy columns once
+            v = self._strided.get(c)
+            if v is None:
+                v = self._strided[c] = np.ascontiguousarray(self.base[c])
+            return v
         return self.base[c]
 
     def contiguous(self) -> bool:
@@ -859,19 +865,27 @@ def _structured_eval_order(st: _Struct, V, mask, rule, inv_tau, soft, rev):
     for s in scores[:-1]:
         np.maximum(smax, s, out=smax)
     amax = [s == smax for s in scores]
-    ties = np.zeros((B, N), dtype=np.int64)
+    ties8 = np.zeros((B, N), dtype=np.uint8)  # at most max_groups + 1 candidates per row
     for x in amax:
-        ties += x
+        ties8 += x.view(np.uint8)
+    ties = ties8.astype(np.int64)
     allvals = [c[1] for c in cands] + [bos_vals]
-    hard = np.zeros((dv, B, N))
-    if rule == "AHA" or ties.max() == 1:
+    hard = np.empty((dv, B, N))
+    if ties8.max() == 1:  # one candidate per row: copy its value (the masks come in long runs)
+        for l in range(dv):
+            hard[l] = bos_vals[l]
+        for x, vs in zip(amax[:-1], allvals[:-1]):
+            for l in range(dv):
+                np.copyto(hard[l], vs[l], where=x)
+    elif rule == "AHA":
+        hard[...] = 0.0
         for x, vs in zip(amax, allvals):
             for l in range(dv):
                 hard[l] += x * vs[l]
-        if rule == "AHA":
-            hard /= ties[None]
+        hard /= ties[None]
     else:
         # unique hard attention with ties between candidates: the leftmost / rightmost position
+        hard[...] = 0.0
         left = rule == "UHA-leftmost"
         pos = []
         for _, _, idx, li, _, _, _ in cands:
@@ -919,7 +933,7 @@ def _structured_eval_order(st: _Struct, V, mask, rule, inv_tau, soft, rev):
             tmp[...] = x
         tmp *= w
         rest += tmp
-    tot = ties + rest
+    tot = np.add(rest, ties8)
     num /= tot[None]
     rest /= tot
     return num, hard, rest, ties
@@ -1074,7 +1088,7 @@ def _mlp_updates(m: MLP, cols: _Cols) -> dict[int, np.ndarray]:
 
 
 def _mlp_reads(m: MLP) -> set[int]:
-    return set(int(r) for r in np.flatnonzero(np.any(m.W1 != 0, axis=1)))
+    return {int(r) for r in np.flatnonzero(np.any(m.W1 != 0, axis=1))}
 
 
 # --------------------------------------------------------------------------------------------
@@ -1112,7 +1126,7 @@ def _run(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, chunk, k
             traces[h.name] = tr
             _accumulate(upd_s, so if soft else ho, h.W_O)
             if pair:
-                reads = set(int(r) for W in (h.W_Q, h.W_K, h.W_V) for r in _nonzero_rows(W))
+                reads = {int(r) for W in (h.W_Q, h.W_K, h.W_V) for r in _nonzero_rows(W)}
                 if any(r in over for r in reads):
                     trh, _, hh = _head_eval(h, _Cols(X, over), False, None, path, chunk)
                 else:
@@ -1151,7 +1165,7 @@ def _apply(X: np.ndarray, cols: _Cols, over: dict | None, upd_s: dict, upd_h: di
     overlay (a column leaves the overlay as soon as the two streams agree on it again)."""
     targets = set(upd_s)
     if bias is not None:
-        targets |= set(int(c) for c in np.flatnonzero(bias))
+        targets |= {int(c) for c in np.flatnonzero(bias)}
     for c in sorted(targets):
         hard_new = None
         if over is not None:
@@ -1210,6 +1224,26 @@ def forward_pair(model: Transformer, tokens: np.ndarray, *, inv_tau: float, path
     s, h, _ = _run(model, tokens, soft=True, inv_tau=float(inv_tau), path=path, chunk=chunk,
                    keep_residuals=False, pair=True)
     return h, s
+
+
+def keep_freed_memory() -> bool:
+    """Ask glibc's allocator to keep freed memory in the process instead of returning it.
+
+    The engine allocates many short-lived arrays of ``8·B·N`` bytes; by default glibc serves
+    each from fresh pages (``mmap``/heap trimming), and the page faults cost about a third of a
+    forward pass at n = 10^6.  This raises ``M_MMAP_THRESHOLD`` and ``M_TRIM_THRESHOLD`` (via
+    ``mallopt``) for the whole process, so freed blocks are reused; the peak resident memory is
+    unchanged but memory is not returned to the OS until exit.  Meant for benchmark and
+    command-line processes; returns False (and changes nothing) where glibc is not available.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)) and bool(libc.mallopt(M_TRIM_THRESHOLD, (1 << 31) - 1))
+    except (OSError, AttributeError):
+        return False
 
 
 def check_inv_tau(inv_tau) -> None:

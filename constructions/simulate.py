@@ -12,7 +12,6 @@ A numeric run never proves anything: it confirms or refutes a bound (THEORY §7,
 from __future__ import annotations
 
 import itertools
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence

@@ -398,7 +398,10 @@ def test_observe_independent_of_batching_and_workers():
     leaks may differ in the last bits (and a tie between words may resolve differently)."""
     m = _model("(a U b) | ((!a S b) & H (a | Y b))", "T")
     words = random_words(["a", "b"], 40, 30, seed=5, n_min=25) + [("b",) * 30, ("a", "b") * 15]
-    it = lambda k: 4.0 * k * 1.4  # noqa: E731
+
+    def it(k):
+        return 4.0 * k * 1.4
+
     ref = observe(m, words, it, batch=4)
     s = observe(m, words, it, batch=4, workers=2)
     assert (s.words, s.mismatches, s.max_output_deviation) == (ref.words, ref.mismatches, ref.max_output_deviation)
