@@ -355,12 +355,11 @@ class _Cols:
         """``(values, index)`` if column ``c`` takes at most ``max_levels`` distinct values on the
         real positions (``index``: ``(B, N−1)`` int8 level of each, or ``None`` for one level);
         ``None`` if it takes more."""
-        key = (c, max_levels)
-        if key in self._levels:
-            return self._levels[key]
-        x = self.get(c)[:, 1:]
-        res = _discrete_levels(x, max_levels)
-        self._levels[key] = res
+        hit = self._levels.get(c)  # invalidated by touched(c)
+        if hit is not None and hit[0] == max_levels:
+            return hit[1]
+        res = _discrete_levels(self.get(c)[:, 1:], max_levels)
+        self._levels[c] = (max_levels, res)
         return res
 
 

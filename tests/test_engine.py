@@ -211,6 +211,31 @@ def test_hand_heads_dense_reference_definition():
                     np.testing.assert_allclose(tr.leak[b, i], w[out].sum() / w.sum(), rtol=1e-9, atol=1e-300)
 
 
+def test_column_caches_follow_writes():
+    """A key column read by a block-0 head, rewritten by the MLP, then read by a block-1 head: the
+    engine's per-column caches (discrete levels, max |x|) must not serve the old values."""
+    from softhard.constructions.model import MLP
+
+    for mask in ("strict_past", "none", "future"):
+        slope = -1.0 if mask == "future" else 1.0
+        m = _hand_model(mask, "AHA", 2.0, slope)
+        h = m.blocks[0].heads[0]
+        d = m.d
+        W1 = np.zeros((d, 1)); W1[2, 0] = 1.0  # relu(key)
+        W2 = np.zeros((1, d)); W2[0, 2] = -3.0  # key ← key − 3·key = −2·key
+        mlp = MLP(name="flip", W1=W1, b1=np.zeros(1), W2=W2, b2=np.zeros(d))
+        h2 = Head(name="h2", W_Q=h.W_Q, W_K=h.W_K, W_V=h.W_V, W_O=np.zeros_like(h.W_O), mask=mask, rule="AHA")
+        m.blocks = [Block(heads=[h], mlps=[mlp]), Block(heads=[h2])]
+        tok = np.random.default_rng(8).integers(1, 4, size=(3, 17))
+        for inv_tau in (0.5, 3.0):
+            a = forward(m, tok, mode="soft", inv_tau=inv_tau)
+            b = forward(m, tok, mode="soft", inv_tau=inv_tau, path="dense")
+            assert a.heads["h2"].path == "structured"
+            np.testing.assert_array_equal(a.heads["h2"].hard, b.heads["h2"].hard)
+            np.testing.assert_allclose(a.heads["h2"].soft, b.heads["h2"].soft, rtol=1e-12, atol=1e-13)
+            np.testing.assert_allclose(a.heads["h2"].leak, b.heads["h2"].leak, rtol=1e-12, atol=1e-300)
+
+
 # ------------------------------------------------------------------------------------------------
 # fallback to dense
 
