@@ -12,12 +12,13 @@ A numeric run never proves anything: it confirms or refutes a bound (THEORY §7,
 from __future__ import annotations
 
 import itertools
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from .model import Transformer, forward
+from .model import EXP_FLUSH, Transformer, _run, forward
 
 U64 = np.finfo(np.float64).eps / 2  # unit roundoff of float64
 
@@ -107,58 +108,145 @@ class RunSummary:
         self.max_output_deviation = max(self.max_output_deviation, other.max_output_deviation)
 
 
-def leak_rounding_allowance(score_scale: float, key_dim: int, inv_tau: float, N: int) -> float:
-    """Relative float64 rounding allowance for a computed leak ``S/(a+S)``.
+#: smallest positive weight the engine keeps: exp(EXP_FLUSH); smaller ones are flushed to 0
+_FLUSH_WEIGHT = float(np.exp(EXP_FLUSH))
+#: relative error of NumPy's float64 exp: at most 4 ulp (SVML, numpy PR 19478), i.e. ≤ 8u
+_EXP_ULP_REL = 8 * U64
 
-    Standard forward error analysis (Higham, *Accuracy and Stability*, §3): scores are dot products
-    of length ``k`` of rounded inputs, so ``|ŝ − s| ≤ γ_{k+2}·Σ|q_c k_c| ≤ γ_{k+2}·score_scale``
-    with ``γ_m = m·u/(1 − m·u)``; an exponent ``(s_j − s*)/τ`` is then off by at most
-    ``2·|ŝ−s|/τ + 2u·|x|`` with ``|x| ≤ 2·score_scale/τ``, which perturbs each ``e^x`` by a relative
-    ``expm1(·)``; summing ``N`` positive terms and one division add ``(N+3)u``.  The structured
-    path's log-depth scan adds at most ``4u·(1 + ln N)`` per level, ``⌈log₂ N⌉ + 1`` levels.
+
+def leak_rounding_allowance(score_scale: float, key_dim: int, inv_tau: float, N: int, *,
+                            rounding_terms: int | None = None, observed: float | None = None) -> float:
+    """Relative float64 rounding allowance for a leak ``S/(a+S)`` computed by either attention path.
+
+    The reference is the exact softmax of the exact scores ``s_ij = <x_i W_Q, x_j W_K>`` of the
+    residual stream the engine holds.  Forward error analysis (Higham, *Accuracy and Stability*,
+    §2-§3; ``u = 2^-53``, ``γ_m = m·u/(1 − m·u)``):
+
+    * each computed score is a sum of products of stored numbers with ``m = rounding_terms``
+      roundings on every path (dense: ``x W_Q``, ``x W_K``, ``Q·K``; structured: the same products
+      regrouped into ``a(j) + q(i)·g(j)``), so ``|ŝ − s| ≤ ε_s = γ_m·score_scale``
+      (``m = key_dim + 2`` if not given);
+    * an exponent ``x = (s_j − s*)/τ`` is formed from score differences, ``≤ 0``.  Dense: one
+      difference and one product per term.  Structured: the exponent of a term is a sum of
+      differences of neighbouring members, each within relative ``2.01u``, all of one sign, so
+      the errors telescope to ``2.01u·|x|``; plus the candidate's own difference.  Either way
+      ``|x̂ − x| ≤ 2ε_s/τ + 4.02u·|x|``; only terms with ``|x| ≤ X = min(2·score_scale/τ,
+      −EXP_FLUSH + 1 + 2ε_s/τ)`` are kept, the rest are flushed to 0 (below);
+    * every ``exp`` is within ``8u`` (4 ulp); the structured scan multiplies one factor per member
+      in a term's chain (≤ N factors) with one multiplication and one addition each, plus two
+      roundings per recursion level; the dense sum adds ≤ N terms; sums of non-negative terms
+      keep the largest relative error of their terms.  Total: every term, hence ``S`` and the
+      leak, is within relative ``expm1(2ε_s/τ + 4.02u·X + (10N + 64)u)``.
+
+    That is the returned value.  Terms below ``exp(EXP_FLUSH) < 2^-1016`` are flushed to 0 and
+    intermediates can be subnormal: an *absolute* error ``≤ (10N + 64)(N + 1)·2^-1016``.  When
+    ``observed`` (the computed leak) is given it is folded in: if the true leak ``≤ bound``, then
+    ``observed ≤ bound·(1 + allowance)`` with ``allowance = rel + abs·(1 + rel)/(observed − abs)``
+    (``inf`` when ``0 < observed ≤ abs``: such a leak is below float64 resolution and can refute
+    nothing).
     """
-    m = key_dim + 2
+    m = (key_dim + 2) if not rounding_terms else int(rounding_terms)
     gamma = m * U64 / (1 - m * U64)
     eps_s = gamma * score_scale
-    levels = int(np.ceil(np.log2(max(N, 2)))) + 1
-    dx = 2 * eps_s * inv_tau + 2 * U64 * (2 * score_scale * inv_tau) + levels * 4 * U64 * (1 + np.log(N))
-    return float(np.expm1(dx) + (N + 3) * U64)
+    X = min(2 * score_scale * inv_tau, -EXP_FLUSH + 1 + 2 * eps_s * inv_tau)
+    dx = 2 * eps_s * inv_tau + 4.02 * U64 * X + (10 * N + 64) * U64
+    rel = float(np.expm1(dx))
+    if observed is None or observed == 0:
+        return rel
+    abs_err = (10 * N + 64) * (N + 1) * 2.0 ** -1016
+    if observed <= abs_err:
+        return float("inf")
+    return rel + abs_err * (1 + rel) / (observed - abs_err)
+
+
+#: default budget of positions (words × (n+1)) per batch in :func:`observe`: keeps the residual
+#: stream and the per-head traces of one batch to a few hundred MiB for ~20 coordinates
+BATCH_POSITIONS = 1 << 20
+
+
+def _batches(ws: list, n: int, batch: int, max_positions: int):
+    size = max(1, min(batch, max_positions // (n + 1)))
+    for b0 in range(0, len(ws), size):
+        yield ws[b0:b0 + size]
+
+
+def _observe_batch(model: Transformer, chunk: list, n: int, it: float, path: str, out_ix: int):
+    tok = model.encode(chunk)
+    soft, _, hcols = _run(model, tok, soft=True, inv_tau=it, path=path, chunk=None, keep_residuals=False,
+                          pair=True, hard_columns=[out_ix])
+    heads = {}
+    for name, tr in soft.heads.items():
+        leak = tr.leak[:, 1:]
+        bi, ri = np.unravel_index(int(np.argmax(leak)), leak.shape)
+        err = float(np.max(np.abs(tr.soft[:, 1:] - tr.hard[:, 1:]))) if tr.soft.size else 0.0
+        lk = float(leak[bi, ri])
+        heads[name] = (lk, chunk[bi], int(ri) + 1, err, tr)
+    hs, ss = hcols[out_ix][:, 1:], soft.x[:, 1:, out_ix]
+    dev = float(np.max(np.abs(hs - ss)))
+    bad = np.argwhere((ss > 0.5) != (hs > 0.5))
+    mism = [(tuple(chunk[b]), int(p) + 1) for b, p in bad[:100]]
+    # keep only what the summary needs (the traces of a batch at n = 10^6 are large)
+    heads = {k: (lk, w, r, e, tr.score_scale, tr.key_dim, tr.rounding_terms, tr.path)
+             for k, (lk, w, r, e, tr) in heads.items()}
+    return heads, dev, mism, len(chunk)
 
 
 def observe(model: Transformer, words: Sequence[Sequence[str]], inv_tau: float | Callable[[int], float],
-            *, batch: int = 512, path: str = "auto") -> RunSummary:
+            *, batch: int = 512, path: str = "auto", max_positions: int = BATCH_POSITIONS,
+            workers: int = 1) -> RunSummary:
     """Run ``model`` hard and soft on ``words`` (any lengths) and summarise per head and length.
 
     ``inv_tau``: a number, or a function of the word length ``n`` (regime T's ``1/τ(n)``).
     The soft model's clean output (coordinate ``model.outputs[0]``) is compared with the hard one
     at every position: a position where they fall on different sides of 1/2 is a mismatch;
     ``max_output_deviation`` records the largest difference (float rounding in the clean-up MLPs).
+    Words of one length run in batches of at most ``batch`` words and ``max_positions`` positions
+    (so memory stays bounded at any n); the hard and soft models run together
+    (:func:`softhard.constructions.model.forward_pair`).  ``workers`` > 1 runs batches in that
+    many threads (NumPy releases the GIL); the summary is the same for any ``workers``.
     Shapes: words are sequences of alphabet symbols.  Raises ``ParameterError`` for bad input.
     """
     summary = RunSummary()
     out_ix = model.index(model.outputs[0])
-    for n, ws in group_by_length(words).items():
+    jobs = []
+    for n, ws in _group_by_length_raw(words).items():
         it = float(inv_tau(n) if callable(inv_tau) else inv_tau)
-        for b0 in range(0, len(ws), batch):
-            chunk = ws[b0:b0 + batch]
-            tok = model.encode(chunk)
-            hard = forward(model, tok, mode="hard", path=path)
-            soft = forward(model, tok, mode="soft", inv_tau=it, path=path)
-            part = RunSummary(words=len(chunk))
-            for name, tr in soft.heads.items():
-                leak = tr.leak[:, 1:]
-                bi, ri = np.unravel_index(int(np.argmax(leak)), leak.shape)
-                err = float(np.max(np.abs(tr.soft[:, 1:] - tr.hard[:, 1:]))) if tr.soft.size else 0.0
-                part.heads[name] = {n: HeadObservation(
-                    node=name, n=n, inv_tau=it, inputs=len(chunk), leak=float(leak[bi, ri]),
-                    word=tuple(chunk[bi]), row=int(ri) + 1, output_error=err,
-                    allowance_rel=leak_rounding_allowance(tr.score_scale, tr.key_dim, it, n + 1), path=tr.path)}
-            hs, ss = hard.x[:, 1:, out_ix], soft.x[:, 1:, out_ix]
-            part.max_output_deviation = float(np.max(np.abs(hs - ss)))
-            bad = np.argwhere((ss > 0.5) != (hs > 0.5))
-            part.mismatches.extend((tuple(chunk[b]), int(p) + 1) for b, p in bad[:100])
-            summary.merge(part)
+        for chunk in _batches(ws, n, batch, max_positions):
+            jobs.append((chunk, n, it))
+    if workers > 1 and len(jobs) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as ex:
+            results = list(ex.map(lambda j: _observe_batch(model, j[0], j[1], j[2], path, out_ix), jobs))
+    else:
+        results = (_observe_batch(model, c, n, it, path, out_ix) for c, n, it in jobs)
+    best: dict[tuple[str, int], list] = {}
+    for (chunk, n, it), (heads, dev, mism, count) in zip(jobs, results):
+        for name, (lk, w, r, e, scale, kd, rt, pth) in heads.items():
+            allow = leak_rounding_allowance(scale, kd, it, n + 1, rounding_terms=rt, observed=lk)
+            cur = best.get((name, n))
+            if cur is None:
+                best[(name, n)] = [lk, w, r, e, allow, count, it, pth]
+            else:
+                if lk > cur[0]:
+                    cur[0], cur[1], cur[2], cur[7] = lk, w, r, pth
+                cur[3] = max(cur[3], e)
+                cur[4] = max(cur[4], allow)
+                cur[5] += count
+        summary.words += count
+        summary.mismatches.extend(mism)
+        summary.max_output_deviation = max(summary.max_output_deviation, dev)
+    for (name, n), (lk, w, r, e, allow, count, it, pth) in best.items():
+        summary.heads.setdefault(name, {})[n] = HeadObservation(
+            node=name, n=n, inv_tau=it, inputs=count, leak=lk, word=tuple(w), row=r, output_error=e,
+            allowance_rel=allow, path=pth)
     return summary
+
+
+def _group_by_length_raw(words: Iterable[Sequence[str]]) -> dict[int, list]:
+    """Like :func:`group_by_length` but keeps the word objects as given (no copies)."""
+    d: dict[int, list] = {}
+    for w in words:
+        d.setdefault(len(w), []).append(w)
+    return dict(sorted(d.items()))
 
 
 def adversarial_words(model: Transformer, n: int, inv_tau: float, *, max_period: int = 3) -> dict[str, tuple[str, ...]]:
@@ -169,10 +257,14 @@ def adversarial_words(model: Transformer, n: int, inv_tau: float, *, max_period:
     b = 1" (or b ≡ 0).  Returns ``{head name: word}``.
     """
     cands = periodic_words(model.alphabet, n, max_period)
-    tok = model.encode(cands)
-    soft = forward(model, tok, mode="soft", inv_tau=inv_tau)
-    best: dict[str, tuple[str, ...]] = {}
-    for name, tr in soft.heads.items():
-        k = int(np.argmax(tr.leak[:, 1:].max(axis=1)))
-        best[name] = cands[k]
-    return best
+    best: dict[str, tuple[float, int]] = {}
+    k0 = 0
+    for chunk in _batches(cands, n, len(cands), BATCH_POSITIONS):
+        soft = forward(model, model.encode(chunk), mode="soft", inv_tau=inv_tau)
+        for name, tr in soft.heads.items():
+            per_word = tr.leak[:, 1:].max(axis=1)
+            k = int(np.argmax(per_word))
+            if name not in best or per_word[k] > best[name][0]:
+                best[name] = (float(per_word[k]), k0 + k)
+        k0 += len(chunk)
+    return {name: cands[k] for name, (_, k) in best.items()}
