@@ -213,6 +213,60 @@ def _numeric(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, progres
 
 
 # --------------------------------------------------------------------------------------------
+# finite precision (THEORY §7)
+
+#: fraction bits of the floating-point formats whose limits a certificate reports
+FORMATS = {"float64": 52, "float32": 23, "float16": 10, "bfloat16": 7}
+
+
+def precision_section(c: Construction, n_max: int, inv_tau: Fraction, all_n: bool) -> dict:
+    """What finite precision does to the certified construction (THEORY §7; notebook 06).
+
+    * per format, the largest length at which adjacent positions still get distinct scores:
+      regime T (scores ``b + β·j/n``, adjacent gap ``β/n`` near 1): the first collision of
+      computed keys lies in ``[8/9, 1]·β·2^m`` (proved and measured in notebook 06), so
+      ``n < ⌈8/9·β·2^m⌉`` is safe; regime U (integer scores up to ``2n``): exact while
+      ``2n ≤ 2^(m+1)``, i.e. ``n ≤ 2^m``;
+    * float64 at n_max: the leak the engine computes is within the relative rounding allowance
+      of :func:`softhard.constructions.simulate.leak_rounding_allowance` of the exact leak, so the
+      float64 run stays within η when ``bound·(1 + allowance) ≤ η``.
+
+    A certificate's claims are about exact arithmetic; this section says how far a float run of
+    the same construction can be trusted.  Other kinds of construction report nothing here.
+    """
+    from ..constructions.simulate import leak_rounding_allowance
+
+    if c.kind != "formula" or c.regime not in ("T", "U"):
+        return {"note": "no finite-precision analysis for this kind of construction"}
+    beta = c.beta
+    fmts = {}
+    for name, m in FORMATS.items():
+        if c.regime == "T":
+            safe = -(-(8 * beta.numerator * 2**m) // (9 * beta.denominator))  # ceil(8/9·β·2^m)
+            rule = "n < ceil(8/9 * beta * 2^m)"
+            limit = safe - 1
+        else:
+            limit = 2**m
+            rule = "n <= 2^m (integer scores up to 2n exact)"
+        fmts[name] = {"fraction_bits": m, "adjacent_positions_separable_up_to_n": limit, "rule": rule,
+                      "covers_n_max": (not all_n) and n_max <= limit}
+    n_chk = n_max
+    worst = max((float(nb.value(n_chk, inv_tau, c.beta, c.eta)) for nb in c.bounds.values()), default=0.0)
+    if all_n:
+        worst = max([worst] + [float(c.bounds[v].bound.all_n.subs(c.subs(inv_tau)))
+                               for v in c.bounds if c.bounds[v].bound.all_n is not None])
+    scale = 1 + float(beta) + 0.5 if c.regime == "T" else 2.0 * (n_chk + 1)  # Σ|q_c k_c| ≤ i + j
+    allow = leak_rounding_allowance(scale, 2, float(inv_tau), n_chk + 1)
+    return {
+        "formats": fmts,
+        "float64_at_n_max": {"n": n_chk, "worst_bound": worst, "rounding_allowance_rel": allow,
+                             "worst_float64_leak": worst * (1 + allow),
+                             "within_eta": worst * (1 + allow) <= float(c.eta)},
+        "source": "THEORY §7; notebook 06_finite_precision (collision interval [8/9, 1]·β·2^m)",
+    }
+
+
+# --------------------------------------------------------------------------------------------
 # certify
 
 
@@ -300,11 +354,26 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
         "status": status,
         "search": search,
         "numeric": num,
+        "precision": precision_section(c, n_max, inv_tau, all_n),
         "times": {"solve_s": round(solve_s, 6), "numeric_s": round(numeric_s, 6),
                   "total_s": round(time.perf_counter() - t_start, 6)},
     }
     cert["hashes"] = compute_hashes(cert)
     return cert
+
+
+def _float64_margin(c: Construction, b, n_bind: int | None, lo: int) -> float:
+    """Relative margin on 1/τ for the search: 10× the float64 rounding allowance of the leak at the
+    binding length (so a float64 run at the certified τ also stays within η), at least 1e-9."""
+    from ..bounds.derive import required_inv_tau
+    from ..constructions.simulate import leak_rounding_allowance
+    if c.kind != "formula" or c.regime not in ("T", "U"):
+        return 1e-9
+    nb_ = n_bind if n_bind is not None else 10**6
+    x = float(required_inv_tau(b.leak if n_bind is not None or b.all_n is None else b.all_n,
+                               n_value=max(nb_, lo), eta_value=c.eta, beta_value=c.beta))
+    scale = 1 + float(c.beta) + 0.5 if c.regime == "T" else 2.0 * (nb_ + 1)  # Σ|q_c k_c| ≤ i + j
+    return max(1e-9, 10 * leak_rounding_allowance(scale, 2, max(x, 1e-9), nb_ + 1))
 
 
 def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: float) -> dict:
@@ -330,7 +399,8 @@ def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: floa
             return b.all_n if (k is None and b.all_n is not None) else b.leak
 
         n_bind = None if (all_n and b.all_n is not None) else (n_max if not all_n else max(lo, 2))
-        res = find_inv_tau(make, leak_at, n_bind=n_bind, eta=c.eta, beta=c.beta, timeout_s=timeout_s)
+        margin = _float64_margin(c, b, n_bind, lo)
+        res = find_inv_tau(make, leak_at, n_bind=n_bind, eta=c.eta, beta=c.beta, timeout_s=timeout_s, margin=margin)
         ref_n = n_max
         closed = (float(evaluate(b.inv_tau_star, n_value=ref_n, inv_tau=1, beta_value=c.beta, eta_value=c.eta))
                   if b.inv_tau_star is not None else None)
@@ -365,7 +435,8 @@ def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: floa
         return {"inv_tau": None, "per_bound": per, "message": "; ".join(f"{p['node']}: {p['message']}" for p in bad)}
     best = max((parse_frac(p["inv_tau_certified"], "search") for p in ok), default=Fraction(1))
     return {"inv_tau": frac_str(best), "tau": frac_str(1 / best), "per_bound": per,
-            "method": "numeric tight requirement (mpmath) + margin 1e-9, rounded up to 12 digits, proved by Z3",
+            "method": ("numeric tight requirement (mpmath) + a relative margin of 10x the float64 rounding "
+                       "allowance (at least 1e-9), rounded up to 12 digits, proved by Z3"),
             "message": ""}
 
 
@@ -557,8 +628,13 @@ def verify_certificate(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bo
     if cert["status"] != expect:
         rep.add("status", f"says {cert['status']} but the claims give {expect}")
     rep.checked.append("claims re-generated and re-run")
-    # numeric summary consistency
+    # numeric summary consistency, precision section
     _verify_numeric(rep, cert, c)
+    if "precision" in cert:
+        fresh_p = json.loads(json.dumps(precision_section(c, rng["n_max"], inv_tau, rng["all_n"])))
+        for k, v in fresh_p.items():
+            if cert["precision"].get(k) != v:
+                rep.add(f"precision.{k}", "differs from the precision analysis re-derived from the construction")
     return _finish(rep, hash_problems, t0)
 
 

@@ -41,7 +41,7 @@ def _inv_tau_schedule(c, lengths):
     return dict(zip(lengths.tolist(), (np.maximum(req, 1e-3) * SAFETY).tolist()))
 
 
-def _soft_verdicts(c, words, hard_up_to=MAX_EXHAUSTIVE):
+def _soft_verdicts(c, words, hard_up_to=10**9):
     """{word: (soft accepts, hard accepts or None, soft value)} with the schedule of
     :func:`_inv_tau_schedule`; the hard transformer is run on words up to ``hard_up_to``."""
     by_len: dict[int, list[str]] = {}
