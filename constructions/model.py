@@ -434,14 +434,19 @@ def run_head(head: Head, x: np.ndarray, *, soft: bool, inv_tau: float | None, pa
              chunk: int = 256) -> HeadTrace:
     """Run one head on residual stream ``x`` ``(B, N, d)``; see :class:`HeadTrace`.
 
-    ``path``: "auto" (structured when the scores allow it, else dense), "dense" or "structured"
-    (raises :class:`ParameterError` if the head is not structured on this input).
+    ``path``: "auto" (the head's own ``fast`` method if it has one and it applies — see
+    :class:`softhard.constructions.counting.CountingHead` — else structured when the scores allow
+    it, else dense), "dense" or "structured" (raises :class:`ParameterError` if the head is not
+    structured on this input).
     """
     Q, K, V = x @ head.W_Q, x @ head.W_K, x @ head.W_V
     scale = float(np.max(np.abs(Q)) * np.max(np.abs(K)) * Q.shape[-1]) if Q.size else 0.0
     res = None
     used = "dense"
-    if path in ("auto", "structured") and head.mask != "none":
+    if path == "auto" and callable(getattr(head, "fast", None)):  # a Head subclass's own exact path
+        res = head.fast(Q, K, V, soft=soft, inv_tau=inv_tau)  # (soft, hard, leak, ties) or None
+        used = "fast"
+    if res is None and path in ("auto", "structured") and head.mask != "none":
         st = _structure(x, head.W_Q @ head.W_K.T)
         if st is not None:
             res = _structured_head(V, head.mask, head.rule, inv_tau, soft, st)
