@@ -25,7 +25,8 @@ that makes the required ``1/τ`` (or ``1/ε_LN``) grow with n.  ``ρ = η/(1−�
 * ``compare``, method ``pe`` (regimes U, P; scores ``F(j+1) − λ(i−j)``, BOS 0): the winner (``i``
   if ``F > 0``, else BOS) has its other competitor at gap ``|g + ½| ≥ ½`` and position ``i − k``
   at gap ``≥ kλ``, so with ``q = e^{−λ/τ}``: ``S ≤ e^{−1/(2τ)} + Σ_{k=1}^{n−1} q^k``, and for every
-  n ``S < e^{−1/(2τ)} + q/(1 − q)``: one τ for all lengths.  Attained as ``n → ∞`` by ``g(n) = 0``.
+  n ``S < e^{−1/(2τ)} + q/(1 − q)``: one τ for all lengths.  The first term is attained exactly by
+  ``g(n) ∈ {0, −1}``; the rest (``≈ e^{−λ/τ}``, λ = 64) is negligible at the τ a certificate needs.
 * ``compare``, method ``ln``: the error ``(1 − |F|/√(F² + ε))/2`` decreases in ``|F|``, so it is at
   most ``(1 − (1 + 4ε(n+1)²)^{−1/2})/2``, attained exactly by ``g(n) ∈ {0, −1}``.  The parameter
   is ``ε_LN`` (symbol :data:`eps_ln`); ``1/ε* = (1−2η)²(n+1)²/(η(1−η))`` is exact: Θ(n²).
@@ -51,7 +52,7 @@ from .selection import inv_tau_star_generic
 THETA_T = sp.Rational(1, 6)
 THETA_U = sp.Rational(999, 1000)
 #: λ of the ``pe`` comparator (same value as :data:`softhard.constructions.counting.PE_SLOPE`)
-PE_SLOPE = 8
+PE_SLOPE = 64
 
 _RHO = eta / (1 - eta)
 
@@ -149,7 +150,7 @@ def _compare_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
             kind="comparator-pe", regime=regime, leak=leak_compare_pe(), all_n=leak_compare_pe_all_n(),
             generic=gap_lemma(n + 1, HALF), inv_tau_star=2 * sp.log(1 / eta),
             inv_tau_star_generic=inv_tau_star_generic(n + 1, HALF), gap=HALF, n_min=1,
-            attained_by="g(n) = 0 at the last position, as n grows",
+            attained_by="g(n) = 0 or -1 at the last position (the BOS term; the rest is O(e^{-lambda/tau}))",
             source="THEORY §5 (c): unbounded-PE comparator F(i)(j+1) - lambda(i-j)",
             rounding=sp.exp(ef * (n + 1) / tau) - 1)
     r = _tiebreak(regime)

@@ -51,8 +51,9 @@ import numpy as np
 from .errors import ModelFormatError, ParameterError
 from .model import Head, Transformer
 
-#: λ, the slope of the ``pe`` comparator's tie-break ``−λ(i − j)``
-PE_SLOPE = 8
+#: λ, the slope of the ``pe`` comparator's tie-break ``−λ(i − j)``: any λ ≥ 1 is sound; a large one
+#: makes the other positions' weights negligible (``e^{−λ/τ}``) and the fast path's window short
+PE_SLOPE = 64
 #: float64 ``exp(z)`` is exactly 0.0 for ``z < −745.2``; windows leave out scores this far (×1/τ) below
 #: the row maximum, with a margin for rounding
 WINDOW_CUT = 800.0
@@ -91,7 +92,7 @@ class CountingHead(Head):
             K_w = 1 if not soft else int(math.ceil(WINDOW_CUT / (self.slope * inv_tau)))
             if K_w + 1 >= N:
                 return None
-            centre = np.broadcast_to(np.arange(N), (B, N))
+            centre = None  # the row itself
             offsets = range(-K_w, 1)
         elif self.shape == "parity":
             K_w = 1 if not soft else int(math.ceil(math.sqrt(2.0 * N * WINDOW_CUT / inv_tau)))
@@ -117,19 +118,31 @@ def _uniform(V: np.ndarray, soft: bool):
 
 
 def _windowed(Q, K, V, centre, offsets, soft, inv_tau):
-    """Softmax and AHA over BOS and the keys ``centre + t`` (``t`` in ``offsets``) with
-    ``1 ≤ j ≤ i`` (mask past), in two passes of ``O(B·N·(k + dv))`` per offset."""
+    """Softmax and AHA over BOS and the keys ``centre + t`` (``t`` in ``offsets``; ``centre=None``:
+    the row ``i`` itself) with ``1 ≤ j ≤ i`` (mask past), in two passes of ``O(B·N·(k + dv))`` per
+    offset."""
     B, N, dv = V.shape
     rows = np.arange(N)[None, :]
     bidx = np.arange(B)[:, None]
     s_bos = np.einsum("bnk,bk->bn", Q, K[:, 0])
 
-    def at(t):
+    band = centre is None  # key i + t for row i: shifted slices instead of gathers
+
+    def shifted(A, t):  # A[:, i + t] at row i (t ≤ 0), zeros where i + t < 0
+        out = np.zeros_like(A)
+        out[:, -t:] = A[:, :N + t]
+        return out
+
+    def at(t, values=False):
+        if band:
+            valid = np.broadcast_to(np.arange(N) + t >= 1, (B, N))
+            s = np.einsum("bnk,bnk->bn", Q, shifted(K, t))
+            return np.where(valid, s, -np.inf), valid, (shifted(V, t) if values else None)
         j = centre + t
         valid = (j >= 1) & (j <= rows)
         jc = np.clip(j, 0, N - 1)
         s = np.einsum("bnk,bnk->bn", Q, K[bidx, jc])
-        return np.where(valid, s, -np.inf), valid, jc
+        return np.where(valid, s, -np.inf), valid, (V[bidx, jc] if values else None)
 
     smax = s_bos.copy()
     for t in offsets:
@@ -143,8 +156,7 @@ def _windowed(Q, K, V, centre, offsets, soft, inv_tau):
         rest = np.where(s_bos == smax, 0.0, w_bos)
         num = w_bos[..., None] * V[:, :1]
     for t in offsets:
-        s, valid, jc = at(t)
-        vj = V[bidx, jc]
+        s, valid, vj = at(t, values=True)
         is_max = valid & (s == smax)
         ties += is_max
         hard = hard + np.where(is_max[..., None], vj, 0.0)
