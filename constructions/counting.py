@@ -67,10 +67,12 @@ WINDOW_CUT = 800.0
 class CountingHead(Head):
     """A :class:`Head` whose score structure is known by construction, with an exact fast path.
 
-    ``shape``: ``"uniform"`` (all scores equal; mask ``past``), ``"band"`` (the ``pe``
-    comparator: every key ``j`` with ``1 ≤ j < i`` scores at least ``slope·(i − j)`` below the
-    row maximum) or ``"parity"`` (query ``(f, b)``, key ``(j, −j²/2)``: the key at distance ``k``
-    from ``C = f/b`` scores ``k²·b/2`` below the maximum).  The engine
+    ``shape``: ``"uniform"`` (all scores equal; mask ``past``), ``"tiebreak"`` (the ``head``
+    comparator: ``s_ij = c_i + a_j`` for ``j ≥ 1`` with ``c_i = Q_i[0]``, ``a_j = K_j[1]`` strictly
+    increasing, BOS ``Q_i·K_0``), ``"band"`` (the ``pe`` comparator: every key ``j`` with
+    ``1 ≤ j < i`` scores at least ``slope·(i − j)`` below the row maximum) or ``"parity"`` (query
+    ``(f, b)``, key ``(j, −j²/2)``: the key at distance ``k`` from ``C = f/b`` scores ``k²·b/2``
+    below the maximum).  The engine
     (:func:`softhard.constructions.model.run_head`) calls :meth:`fast` first.
     """
 
@@ -88,6 +90,8 @@ class CountingHead(Head):
         if self.shape == "uniform":
             return _uniform(V, soft)
         B, N, _ = Q.shape
+        if self.shape == "tiebreak":
+            return _tiebreak(Q, K, V, soft, inv_tau)
         if self.shape == "band":
             K_w = 1 if not soft else int(math.ceil(WINDOW_CUT / (self.slope * inv_tau)))
             if K_w + 1 >= N:
@@ -115,6 +119,80 @@ def _uniform(V: np.ndarray, soft: bool):
     out = np.cumsum(V, axis=1) / cnt[None, :, None]
     ties = np.broadcast_to(np.arange(1, N + 1), (B, N)).copy()
     return (out if soft else None), out.copy(), (np.zeros((B, N)) if soft else None), ties
+
+
+#: block length of the tie-break scan: within a block, relative exponents stay below this
+BLOCK_EXP = 600.0
+
+
+def _tiebreak(Q, K, V, soft, inv_tau):
+    """The ``head`` comparator, ``s_ij = c_i + a_j`` (``1 ≤ j ≤ i``, ``a`` increasing) and BOS
+    ``s_iB``: the row maximum is at ``j = i`` or BOS, and the positions' weights relative to
+    ``j = i`` form the prefix sums ``H_i(v) = Σ_{j≤i} e^{(a_j − a_i)/τ} v_j``, computed by a blocked
+    scan (exponents inside a block below :data:`BLOCK_EXP`; block sums carried with
+    ``e^{(a_s − a_i)/τ}``).  Returns ``None`` if the scores do not have this form (checked) or the
+    decay is so fast that blocks would be tiny (then the band window is used instead)."""
+    B, N, dv = V.shape
+    if N < 3 or Q.shape[-1] != 3:
+        return None
+    if not (np.all(K[:, 1:, 0] == 1.0) and np.all(K[:, 1:, 2] == 0.0) and np.all(Q[:, 1:, 1] == 1.0)):
+        return None
+    a = K[0, :, 1]
+    if not (np.all(K[:, :, 1] == a[None, :]) and np.all(np.diff(a[1:]) > 0)):
+        return None
+    c = Q[..., 0]
+    top = c + a[None, :]  # score of j = i in row i
+    s_bos = np.einsum("bnk,bk->bn", Q, K[:, 0])
+    pos_wins = top >= s_bos
+    bos_wins = s_bos >= top
+    ties = pos_wins.astype(np.int64) + bos_wins
+    ties[:, 0] = 1  # the BOS row attends BOS only
+    pos_wins[:, 0] = False
+    bos_wins[:, 0] = True
+    hard = (np.where(pos_wins[..., None], V, 0.0) + np.where(bos_wins[..., None], V[:, :1], 0.0)) / ties[..., None]
+    if not soft:
+        return None, hard, None, ties
+    span = (a[-1] - a[1]) * inv_tau
+    if span / BLOCK_EXP > 64:  # fast decay: only a short band of keys matters
+        step = float(np.min(np.diff(a[1:])))
+        K_w = int(math.ceil(WINDOW_CUT / (step * inv_tau)))
+        if K_w + 1 >= N:
+            return None
+        return _windowed(Q, K, V, None, range(-K_w, 1), soft, inv_tau)
+    # H_i(v) for v = (V, 1): blocked scan over positions 1..N-1
+    vv = np.concatenate([V, np.ones((B, N, 1))], axis=-1)
+    H = np.zeros((B, N, dv + 1))
+    carry = np.zeros((B, dv + 1))
+    a_prev = None
+    s0 = 1
+    while s0 < N:
+        e0 = s0 + 1
+        while e0 < N and (a[e0] - a[s0]) * inv_tau <= BLOCK_EXP:
+            e0 += 1
+        rel = (a[s0:e0] - a[s0]) * inv_tau  # 0 .. ≤ BLOCK_EXP
+        part = np.cumsum(np.exp(rel)[None, :, None] * vv[:, s0:e0], axis=1)
+        back = np.exp(-rel)[None, :, None]
+        H[:, s0:e0] = part * back
+        if a_prev is not None:
+            H[:, s0:e0] += carry[:, None, :] * np.exp((a_prev - a[s0:e0]) * inv_tau)[None, :, None]
+        carry = H[:, e0 - 1]
+        a_prev = a[e0 - 1]
+        s0 = e0
+    with np.errstate(over="ignore", under="ignore"):
+        smax = np.maximum(top, s_bos)
+        w_top = np.exp((top - smax) * inv_tau)  # weight of j = i; the others are w_top·e^{(a_j − a_i)/τ}
+        w_bos = np.exp((s_bos - smax) * inv_tau)
+    w_top[:, 0] = 0.0
+    w_bos[:, 0] = 1.0
+    num = w_top[..., None] * H[..., :dv] + w_bos[..., None] * V[:, :1]
+    # the weight outside the argmax from its parts (a tiny leak is resolved, not 1 − (1 − leak)):
+    # Hx_i = Σ_{j<i} e^{(a_j − a_i)/τ} = e^{(a_{i−1} − a_i)/τ}·H_{i−1}
+    Hx = np.zeros((B, N))
+    with np.errstate(under="ignore"):
+        Hx[:, 2:] = H[:, 1:-1, dv] * np.exp((a[1:-1] - a[2:]) * inv_tau)[None, :]
+    rest = np.where(pos_wins, w_top * Hx, w_top * H[..., dv]) + np.where(bos_wins, 0.0, w_bos)
+    tot = ties + rest
+    return num / tot[..., None], hard, rest / tot, ties
 
 
 def _windowed(Q, K, V, centre, offsets, soft, inv_tau):
@@ -354,7 +432,8 @@ def counting_heads(g: nx.DiGraph, ix: dict[str, int], regime: str, beta: Fractio
                 WK[ix["one"], 0] = 1.0
                 WK[ix["pos"], 1] = slope
                 WK[ix["bos"], 2] = slope
-                head: Head = Head(name=v, W_Q=WQ, W_K=WK, W_V=WV, W_O=WO, mask="past", rule="AHA", node=v)
+                head: Head = CountingHead(name=v, W_Q=WQ, W_K=WK, W_V=WV, W_O=WO, mask="past", rule="AHA",
+                                          node=v, shape="tiebreak")
             else:  # pe: F(i)(j+1) − λ(i − j)
                 WQ[ix["one"], 1] = 1.0
                 WQ[ix["pos"], 2] = -1.0

@@ -97,13 +97,20 @@ COUNTING_LANGUAGES: dict[str, CountingLanguage] = {
 }
 
 
-def random_words(alphabet: str, count: int, n_max: int, seed: int) -> list[str]:
-    """``count`` uniform random words with lengths uniform in ``[1, n_max]``."""
-    rng = random.Random(seed)
-    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, n_max))) for _ in range(count)]
+def length_grid(n_max: int, small: int = 12, points: int = 60) -> list[int]:
+    """Every length up to ``small`` and ``points`` log-spaced lengths from ``small+1`` to ``n_max``
+    (a numeric run costs per distinct length, so random words draw their lengths from this grid)."""
+    lo = small + 1
+    return sorted(set(range(1, small + 1)) | {round(lo * (n_max / lo) ** (k / (points - 1))) for k in range(points)})
 
 
-def near_words(lang: CountingLanguage, count: int, n_max: int, seed: int) -> list[str]:
-    """``count`` adversarial words of lengths uniform in ``[1, n_max]``."""
+def random_words(alphabet: str, count: int, lengths: list[int], seed: int) -> list[str]:
+    """``count`` uniform random words, each length drawn uniformly from ``lengths``."""
     rng = random.Random(seed)
-    return [lang.near(rng, rng.randint(1, n_max)) or lang.alphabet[0] for _ in range(count)]
+    return ["".join(rng.choice(alphabet) for _ in range(rng.choice(lengths))) for _ in range(count)]
+
+
+def near_words(lang: CountingLanguage, count: int, lengths: list[int], seed: int) -> list[str]:
+    """``count`` adversarial words, each of a length drawn uniformly from ``lengths``."""
+    rng = random.Random(seed)
+    return [lang.near(rng, rng.choice(lengths)) or lang.alphabet[0] for _ in range(count)]
