@@ -353,6 +353,22 @@ def observe_layernorms(model: Transformer, words, inv_tau, *, batch: int = 512):
     return summary
 
 
+def adversarial_layernorm_words(model: Transformer, n: int, *, max_period: int = 3) -> dict[str, tuple[str, ...]]:
+    """Per LN comparator node, the periodic word of length ``n`` (see
+    :func:`softhard.constructions.simulate.periodic_words`) with the largest LN error — the
+    counterpart, for layer norms, of :func:`softhard.constructions.simulate.adversarial_words`
+    (which searches by attention leak).  Periodic words such as ``(ab)^k`` keep the count difference
+    in {0, ±1}: the worst case ``g(n) ∈ {0, −1}``.  Returns ``{node: word}`` (empty without LNs)."""
+    from .model import forward
+    from .simulate import periodic_words
+
+    if not layernorms(model):
+        return {}
+    cands = periodic_words(model.alphabet, n, max_period)
+    x = forward(model, model.encode(cands), mode="soft", inv_tau=1.0).x
+    return {v: cands[int(np.argmax(e[:, 1:].max(axis=1)))] for v, e in layernorm_errors(model, x).items()}
+
+
 # --------------------------------------------------------------------------------------------
 # weights
 

@@ -39,6 +39,7 @@ from ..bounds.confirm import confirm
 from ..bounds.core import n as n_sym
 from ..bounds.core import tau as tau_sym
 from ..bounds.derive import NodeBound, latex
+from ..constructions.counting import adversarial_layernorm_words
 from ..constructions.errors import CertificateError, ParameterError
 from ..constructions.simulate import adversarial_words, all_words, random_words
 from .arbcheck import value_at
@@ -176,6 +177,7 @@ def numeric_families(c: Construction, n_max: int, inv_tau: float, *, exhaustive_
     adv: list = []
     for k in sorted({min(k, n_max) for k in adversarial_ns}):
         adv.extend(dict.fromkeys(adversarial_words(c.model, k, inv_tau).values()))
+        adv.extend(dict.fromkeys(adversarial_layernorm_words(c.model, k).values()))  # LN comparators
     fams = {"exhaustive": exh, "random": rnd, "adversarial": list(dict.fromkeys(adv))}
     return {k: v for k, v in fams.items() if v}
 

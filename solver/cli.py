@@ -304,6 +304,7 @@ def cmd_bound(args) -> int:
 
 def cmd_confirm(args) -> int:
     from ..bounds.confirm import confirm
+    from ..constructions.counting import adversarial_layernorm_words
     from ..constructions.simulate import adversarial_words, all_words, random_words
 
     c = _construction(args)
@@ -323,6 +324,7 @@ def cmd_confirm(args) -> int:
     adv = []
     for k in adv_ns:
         adv.extend(dict.fromkeys(adversarial_words(m, k, inv_tau(k)).values()))
+        adv.extend(dict.fromkeys(adversarial_layernorm_words(m, k).values()))  # LN comparators
     fams = {"exhaustive": exh, "random": random_words(alph, args.random, args.n_max, seed=args.seed),
             "adversarial": adv}
     fams = {k: v for k, v in fams.items() if v}
