@@ -7,7 +7,6 @@ import sys
 from fractions import Fraction
 
 from ..constructions.errors import ParameterError
-from ..constructions.weights import to_fraction
 
 #: certified when ``softhard certify`` is given no formula (Tomita 4: binary words without 000)
 DEFAULT_EXAMPLE = """\

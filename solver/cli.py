@@ -238,7 +238,8 @@ def cmd_bound(args) -> int:
     for v, nb in c.bounds.items():
         b = nb.bound
         order, const = S.asymptotic_order(sp.simplify(b.inv_tau_star.subs(subs)))
-        gorder = S.asymptotic_order(b.inv_tau_star_generic.subs(subs))[0] if b.inv_tau_star_generic is not None else None
+        gen_star = b.inv_tau_star_generic
+        gorder = S.asymptotic_order(gen_star.subs(subs))[0] if gen_star is not None else None
         req = (float(required_inv_tau(in_tau(b, c.params), n_value=nmax, eta_value=c.eta, beta_value=c.beta))
                if nmax >= b.n_min else 0.0)
         gen = (float(required_inv_tau(b.generic, n_value=nmax, eta_value=c.eta, beta_value=c.beta))
