@@ -360,3 +360,28 @@ def test_spec_file_with_counts_and_parity():
     # ε = 0: the LN comparator is exact, its bound is identically 0
     nb = [x for x in c.bounds.values() if x.bound.kind == "layernorm"][0]
     assert nb.value(10**6, 1) == 0
+
+
+def test_cli_run_bound_confirm_json(capsys):
+    import json
+
+    from languages import EXAMPLES
+
+    ex = str(EXAMPLES / "majority.ltl")
+    assert main(["run", ex, "aabab", "--comparator", "ln", "--eps-ln", "1/1000", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["comparator"] == "ln" and r["eps_ln"] == "1/1000" and r["accepted"] == {"reference": True, "hard": True,
+                                                                                      "soft": True}
+    (h,) = r["heads"].values()
+    assert 0 < h["observed_leak"] <= h["bound"] and h["within_eta"]
+    assert main(["bound", ex, "--comparator", "ln", "--n-max", "100000", "--json"]) == 0
+    b = json.loads(capsys.readouterr().out)
+    (nd,) = b["nodes"]
+    assert nd["parameter"] == "eps_ln" and nd["order"] == "Θ(n²)"
+    assert abs(nd["inv_tau_required"] / (4 / 3 * 100001**2) - 1) < 1e-9  # 1/ε* = (1−2η)²(n+1)²/(η(1−η))
+    assert main(["bound", ex, "--regime", "U", "--json"]) == 0
+    b = json.loads(capsys.readouterr().out)
+    assert b["comparator"] == "pe" and b["nodes"][0]["order"] == "Θ(1)" and b["nodes"][0]["all_n_bound"]
+    assert main(["confirm", ex, "--n-max", "300", "--random", "200", "--exhaustive-len", "8", "--json"]) == 0
+    c = json.loads(capsys.readouterr().out)
+    assert c["ok"] and all(v["violations"] == 0 for v in c["nodes"].values())
