@@ -201,7 +201,8 @@ def _windowed(Q, K, V, centre, offsets, soft, inv_tau):
     offset."""
     B, N, dv = V.shape
     rows = np.arange(N)[None, :]
-    bidx = np.arange(B)[:, None]
+    base = (np.arange(B) * N)[:, None]  # flat row offsets for gathers
+    Kf, Vf = K.reshape(B * N, -1), V.reshape(B * N, -1)
     s_bos = np.einsum("bnk,bk->bn", Q, K[:, 0])
 
     band = centre is None  # key i + t for row i: shifted slices instead of gathers
@@ -211,16 +212,25 @@ def _windowed(Q, K, V, centre, offsets, soft, inv_tau):
         out[:, -t:] = A[:, :N + t]
         return out
 
+    cache = {} if B * N * len(offsets) <= 2 * 10**7 else None  # pass-1 scores, reused by pass 2
+
     def at(t, values=False):
-        if band:
+        if cache is not None and t in cache:
+            s, valid, flat = cache.pop(t)
+        elif band:
             valid = np.broadcast_to(np.arange(N) + t >= 1, (B, N))
-            s = np.einsum("bnk,bnk->bn", Q, shifted(K, t))
-            return np.where(valid, s, -np.inf), valid, (shifted(V, t) if values else None)
-        j = centre + t
-        valid = (j >= 1) & (j <= rows)
-        jc = np.clip(j, 0, N - 1)
-        s = np.einsum("bnk,bnk->bn", Q, K[bidx, jc])
-        return np.where(valid, s, -np.inf), valid, (V[bidx, jc] if values else None)
+            s = np.where(valid, np.einsum("bnk,bnk->bn", Q, shifted(K, t)), -np.inf)
+            flat = None
+        else:
+            j = centre + t
+            valid = (j >= 1) & (j <= rows)
+            flat = base + np.clip(j, 0, N - 1)
+            s = np.where(valid, np.einsum("bnk,bnk->bn", Q, np.take(Kf, flat, axis=0)), -np.inf)
+        if not values:
+            if cache is not None:
+                cache[t] = (s, valid, flat)
+            return s, valid, None
+        return s, valid, (shifted(V, t) if band else np.take(Vf, flat, axis=0))
 
     smax = s_bos.copy()
     for t in offsets:
