@@ -28,7 +28,13 @@ from softhard.solver.encode import build_query
 from softhard.solver.pipeline import build
 
 ETA = Fraction(1, 4)
-mpmath.mp.dps = 40
+
+
+@pytest.fixture(autouse=True)
+def _precision():
+    """40 significant digits inside these tests only (mpmath's precision is global state)."""
+    with mpmath.workdps(40):
+        yield
 
 
 # ---------------------------------------------------------------------------------------------

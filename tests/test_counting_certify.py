@@ -61,3 +61,9 @@ def test_certify_and_verify(name, extra, tmp_path, capsys):
     bad["hashes"] = compute_hashes(bad)
     rep = verify_certificate(bad, rerun_queries=False)
     assert not rep.ok and any("claims" in f or "bound" in f for f, _ in rep.problems), rep.problems
+    if "comparator" in cert["source"]:  # another comparator method: another graph
+        bad = json.loads(json.dumps(cert))
+        bad["source"]["comparator"] = "ln" if cert["source"]["comparator"] != "ln" else "head"
+        bad["hashes"] = compute_hashes(bad)
+        rep = verify_certificate(bad, rerun_queries=False)
+        assert not rep.ok and any(f == "graph" for f, _ in rep.problems), rep.problems
