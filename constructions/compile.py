@@ -233,10 +233,14 @@ class _Builder:
         return {k: v for k, v in out.items() if v[0] != 0}
 
     def geq(self, terms: dict[Formula, int], const: int) -> str:
-        """Node of ``[Σ coeff·#φ + const ≥ 0]`` (THEORY §5): a comparator on the uniform averages."""
+        """Node of ``[Σ coeff·#φ + const ≥ 0]`` (THEORY §5): a comparator on the uniform averages
+        (folded to a constant when the signs decide it: counts are ≥ 0)."""
         merged = self._terms(terms)
-        if not merged:
-            return self.const(const >= 0)
+        coeffs = [c for c, _ in merged.values()]
+        if all(c >= 0 for c in coeffs) and const >= 0:  # counts are >= 0: always true
+            return self.const(True)
+        if all(c <= 0 for c in coeffs) and const < 0:  # always false
+            return self.const(False)
         text = str(Compare(">=", Linear(tuple((f, c) for c, f in merged.values()), const), Linear((), 0)))
         if text in self.by_formula:
             return self.by_formula[text]

@@ -93,6 +93,11 @@ def test_compile_counting_graph():
     # constants fold: #a - #a >= 0 is true, #false terms vanish
     assert compile_formula(parse_formula("#a - #a >= 0"), ["a"]).graph["root"] == "true"
     assert compile_formula(parse_formula("#false + 1 > 0"), ["a"]).graph["root"] == "true"
+    # ... and so do comparisons the signs decide (counts are >= 0)
+    assert compile_formula(parse_formula("#a + 2*#b >= 0"), ["a", "b"]).graph["root"] == "true"
+    assert compile_formula(parse_formula("#a + 1 < 0"), ["a", "b"]).graph["root"] == "false"
+    g = compile_formula(parse_formula("#a = 0"), ["a"])  # only [-#a >= 0] remains
+    assert [a["const"] for _, a in g.nodes(data=True) if a["op"] == "compare"] == [0]
     # odd(#a + #b + 1): two parity heads and XOR gates
     g = compile_formula(parse_formula("odd(#a + 3*#b + 1)"), ["a", "b"])
     assert sorted(v for v, a in g.nodes(data=True) if a["op"] == "parity") == ["even(#a)", "even(#b)"]
