@@ -31,12 +31,14 @@ The graph nodes (see :mod:`softhard.constructions.compile`) and the layers they 
   peaks at ``j = C`` (BOS is ``j = 0``) with gap ``1/(2(i+1))``; the value ``[j even]`` (from
   ``(−1)^j``) at the peak is the answer.
 
-Numerics.  The heads whose scores are not of the engine's structured form get an exact fast path
-(:meth:`CountingHead.fast`): prefix sums for uniform heads, and for ``pe`` / ``parity`` heads a
-window around the row maximum outside which every weight is ``exp(z)`` with ``z < −745.2``, i.e.
-exactly 0.0 in float64 (the dense path adds those zeros; the results agree up to summation
-order).  The window follows from the score structure proved above (not from the data) and is
-checked against the dense path in the tests.
+Numerics.  Every counting head gets an exact fast path (:meth:`CountingHead.fast`; the engine
+calls it first): prefix sums for uniform heads; for the ``head`` comparator a blocked scan of the
+geometric prefix sums ``Σ_{j≤i} e^{(a_j − a_i)/τ} v_j`` (the engine's structured form, without its
+structure detection); for ``pe`` / ``parity`` heads (and the ``head`` comparator when the decay is
+fast) a window around the row maximum outside which every weight is ``exp(z)`` with ``z < −745.2``,
+i.e. exactly 0.0 in float64 (the dense path adds those zeros; the results agree up to summation
+order).  The windows follow from the score structure proved above (not from the data); the tests
+check every fast path against the dense path.
 """
 
 from __future__ import annotations
