@@ -273,7 +273,9 @@ class LayerNorm:
 
     ``F = x W`` (``W``: ``(d, m)``); ``LN([F, −F]) = ([F, −F] − mean)/√(var + ε)`` with mean 0 and
     variance ``F²`` (no gain or bias), so the first component is ``y = F/√(F² + ε)``.
-    ``eps`` is ε_LN as a float, ``eps_exact`` the exact value the bounds use.  THEORY §5 (a).
+    ``eps`` is ε_LN as a float, ``eps_exact`` the exact value the bounds use.  The layer norm is not
+    attention, so the hard and the soft transformer share it (with this ε): its error against the
+    exact sign has its own claim, and :func:`observe_layernorms` observes it directly.  THEORY §5 (a).
     """
 
     name: str
