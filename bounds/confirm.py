@@ -16,9 +16,10 @@ from typing import Callable, Mapping, Sequence
 
 import mpmath
 
+from ..constructions.adversarial import key_pattern_leak
 from ..constructions.counting import observe_layernorms
 from ..constructions.model import Transformer
-from ..constructions.simulate import RunSummary, observe
+from ..constructions.simulate import RunSummary, leak_rounding_allowance, observe
 from .derive import NodeBound
 
 
@@ -98,16 +99,43 @@ def compare(summary: RunSummary, bounds: Mapping[str, NodeBound], family: str, *
     return checks
 
 
+def key_pattern_checks(model: Transformer, bounds: Mapping[str, NodeBound], ns: Sequence[int],
+                       inv_tau: float | Callable[[int], float], *, beta=Fraction(1, 4),
+                       eta=Fraction(1, 4)) -> list[NodeCheck]:
+    """Family ``adversarial-key``: every selection head run alone on its attaining key patterns
+    (:func:`softhard.constructions.adversarial.key_pattern_leak`) at each length in ``ns``."""
+    g = model.meta.get("graph")
+    out = []
+    for node, nb in bounds.items():
+        key = g.nodes[node].get("key") if g is not None and node in g else None
+        if key is None:
+            continue
+        for k in ns:
+            it = float(inv_tau(k) if callable(inv_tau) else inv_tau)
+            ob = key_pattern_leak(model, node, key, k, it)
+            bd = nb.value(k, Fraction(it), beta_value=beta, eta_value=eta)
+            out.append(NodeCheck(node=node, family="adversarial-key", n=k, inv_tau=it, inputs=2, observed=ob.leak,
+                                 bound=float(bd), allowance_rel=leak_rounding_allowance(ob.score_scale, ob.key_dim, it, k + 1),
+                                 word=f"key ≡ {1 if ob.pattern == 'ones' else 0}", row=ob.row))
+    return out
+
+
 def confirm(model: Transformer, bounds: Mapping[str, NodeBound], families: Mapping[str, Sequence[Sequence[str]]],
             inv_tau: float | Callable[[int], float], *, beta=Fraction(1, 4), eta=Fraction(1, 4),
-            progress: Callable[[str], None] | None = None) -> Confirmation:
+            progress: Callable[[str], None] | None = None, key_pattern_ns: Sequence[int] = ()) -> Confirmation:
     """Run ``model`` on every input family and compare each node's worst leak with its bound.
 
-    ``families``: ``{name: words}``; ``inv_tau``: number or function of n.  Returns a
-    :class:`Confirmation`; ``.ok`` is False if any bound is exceeded beyond the rounding allowance
-    or any clean output differs from the hard model.
+    ``families``: ``{name: words}``; ``inv_tau``: number or function of n; ``key_pattern_ns``:
+    lengths at which each head is also run alone on its attaining key patterns (family
+    ``adversarial-key``).  Returns a :class:`Confirmation`; ``.ok`` is False if any bound is
+    exceeded beyond the rounding allowance or any clean output differs from the hard model.
     """
     conf = Confirmation()
+    if key_pattern_ns:
+        if progress:
+            progress("adversarial-key")
+        conf.checks.extend(key_pattern_checks(model, bounds, key_pattern_ns, inv_tau, beta=beta, eta=eta))
+        conf.words["adversarial-key"] = 2 * len(key_pattern_ns) * len(bounds)
     with mpmath.workdps(30):
         for name, words in families.items():
             if progress:

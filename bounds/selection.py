@@ -38,6 +38,10 @@ import sympy as sp
 
 from .core import HALF, Bound, asymptotic_order, beta, eta, gap_lemma, n, tau
 
+__all__ = ["Bound", "SelectionBound", "asymptotic_order", "beta", "eta", "gap_lemma", "n", "tau", "THETA",
+           "geometric", "leak_T", "leak_U", "leak_U_all_n", "generic_T", "generic_U", "inv_tau_star_T",
+           "inv_tau_star_U", "inv_tau_star_generic", "selection_bound", "HALF"]
+
 #: splitting constant θ of the sufficient closed form for regime T (see :func:`inv_tau_star_T`)
 THETA = sp.Rational(1, 1000)
 

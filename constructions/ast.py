@@ -106,7 +106,7 @@ class Linear:
     const: int = 0
 
     def __post_init__(self):
-        for f, c in self.terms:
+        for _f, c in self.terms:
             if not isinstance(c, int) or isinstance(c, bool):
                 raise ValueError(f"count coefficient must be an integer, got {c!r}")
         if not isinstance(self.const, int) or isinstance(self.const, bool):

@@ -21,7 +21,6 @@ Both paths compute, per head and query row, the soft output, the hard (AHA/UHA) 
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 

@@ -135,10 +135,16 @@ def _print_certificate(cert: dict, path) -> None:
         if cert["search"].get("message"):
             con.print(f"  {cert['search']['message']}")
         for p in cert["search"]["per_bound"]:
-            con.print(f"  {p['node']}: 1/{p.get('parameter', 'tau')} certified {p['inv_tau_certified']}  "
-                      f"tight numeric {p['inv_tau_tight_numeric']:.10g}"
+            con.print(f"  {p['node']}: 1/{p.get('parameter', 'tau')} certified "
+                      f"{float(Fraction(p['inv_tau_certified'])):.10g}"
+                      f"  tight numeric {p['inv_tau_tight_numeric']:.10g}"
                       f"  closed form {_fmt(p['inv_tau_closed_form']) if p['inv_tau_closed_form'] else '-'}"
                       f"  gap lemma {_fmt(p['inv_tau_generic_gap_lemma']) if p['inv_tau_generic_gap_lemma'] else '-'}")
+            e = p.get("empirical")
+            if e:
+                con.print(f"    empirical minimum at n = {e['n']}: {e['inv_tau_empirical']:.10g} "
+                          f"(certified there {float(Fraction(e['inv_tau_certified_at_n'])):.10g}, "
+                          f"ratio {e['ratio_certified_to_empirical']:.8f})")
     num = cert["numeric"]
     if num:
         con.print(f"numeric confirmation at 1/tau = {num['inv_tau_float']:.10g}: inputs {num['families']}, "

@@ -29,7 +29,7 @@ import z3
 
 from ..constructions.errors import SolverError
 from .arbcheck import ArbResult, arb_check, value_at
-from .encode import Query, build_query, n
+from .encode import Query, build_query
 
 DEFAULT_TIMEOUT_S = 20.0
 

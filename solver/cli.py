@@ -41,9 +41,12 @@ def _positive_int(name: str):
 
 
 def _tau(s: str) -> Fraction:
-    v = to_fraction(s, "--tau")
+    try:
+        v = to_fraction(s, "tau")
+    except ParameterError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     if v <= 0:
-        raise ParameterError(f"--tau must be > 0, got {s}")
+        raise argparse.ArgumentTypeError(f"tau must be > 0, got {s}")
     return v
 
 
@@ -113,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import certify_cli
     certify_cli.register(sub, _common, _positive_int, _tau)
+    from . import models_cli  # model files: gap, hahn, run --model, certify --model (THEORY §1, §6)
+    models_cli.register(sub, _common, _positive_int, _tau)
     return ap
 
 
@@ -228,6 +233,7 @@ def cmd_run(args) -> int:
 def cmd_bound(args) -> int:
     import sympy as sp
     from ..bounds import selection as S
+    from ..bounds.core import asymptotic_order
     from ..bounds.derive import evaluate, in_tau, latex, required_inv_tau
 
     c = _construction(args)
@@ -237,9 +243,9 @@ def cmd_bound(args) -> int:
     nodes = []
     for v, nb in c.bounds.items():
         b = nb.bound
-        order, const = S.asymptotic_order(sp.simplify(b.inv_tau_star.subs(subs)))
+        order, const = asymptotic_order(sp.simplify(b.inv_tau_star.subs(subs)))
         gen_star = b.inv_tau_star_generic
-        gorder = S.asymptotic_order(gen_star.subs(subs))[0] if gen_star is not None else None
+        gorder = asymptotic_order(gen_star.subs(subs))[0] if gen_star is not None else None
         req = (float(required_inv_tau(in_tau(b, c.params), n_value=nmax, eta_value=c.eta, beta_value=c.beta))
                if nmax >= b.n_min else 0.0)
         gen = (float(required_inv_tau(b.generic, n_value=nmax, eta_value=c.eta, beta_value=c.beta))
@@ -331,8 +337,8 @@ def cmd_confirm(args) -> int:
     fams = {k: v for k, v in fams.items() if v}
     from rich.progress import Progress
     with Progress(transient=True, disable=args.json) as prog:
-        task = prog.add_task("confirming", total=len(fams))
-        conf = confirm(m, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta,
+        task = prog.add_task("confirming", total=len(fams) + 1)
+        conf = confirm(m, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta, key_pattern_ns=adv_ns,
                        progress=lambda name: prog.update(task, advance=1, description=f"family {name}"))
     summ = conf.summary()
     result = {"formula": str(c.spec.formula), "regime": c.regime, "n_max": args.n_max,
@@ -363,7 +369,10 @@ def cmd_confirm(args) -> int:
 
 def main(argv=None) -> int:
     ap = build_parser()
-    args = ap.parse_args(argv)
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:  # argparse: --help (0) or a usage error (2)
+        return int(e.code or 0)
     try:
         with mpmath.workdps(30):
             return args.func(args)

@@ -101,12 +101,22 @@ def iv_eval(expr: sp.Expr, n_box):
     if isinstance(expr, sp.exp):
         return _iv_exp(iv_eval(expr.args[0], n_box))
     if isinstance(expr, (sp.Max, sp.Min)):
+        # max/min are monotone in each argument: combine lower ends and upper ends separately
+        # (an infinite end is None in _ends and compares as ∓∞)
         vals = [iv_eval(a, n_box) for a in expr.args]
-        los = [v.a for v in vals]
-        his = [v.b for v in vals]
+        ninf, pinf = Fraction(-(10**400)), Fraction(10**400)
+
+        def lo_key(v):
+            a = _ends(v)[0]
+            return ninf if a is None else a
+
+        def hi_key(v):
+            b = _ends(v)[1]
+            return pinf if b is None else b
+
         pick = max if isinstance(expr, sp.Max) else min
-        lo = pick(los, key=lambda t: _ends(t)[0])
-        hi = pick(his, key=lambda t: _ends(t)[1])
+        lo = pick(vals, key=lo_key).a
+        hi = pick(vals, key=hi_key).b
         return iv.mpf([lo, hi])
     raise SolverError(f"cannot enclose {type(expr).__name__} term {expr} soundly")
 
@@ -150,10 +160,13 @@ class Atom:
 
 
 def exp_atoms(expr: sp.Expr) -> list[sp.Expr]:
-    """The distinct ``exp(·)`` subterms of ``expr``, innermost first, in a deterministic order."""
+    """The distinct ``exp(·)`` subterms of ``expr``, innermost first, in a deterministic order
+    (an ``exp`` nested in another is allowed: see the comment below; ``log`` inside is refused)."""
     atoms = sorted(expr.atoms(sp.exp), key=lambda e: (sp.count_ops(e), sp.srepr(e)))
     for a in atoms:
-        if a.args[0].has(sp.exp) or a.args[0].has(sp.log):
+        # exp nested in exp is sound: the outer atom is enclosed as a whole by iv_eval (which
+        # encloses the inner ones recursively) and Z3 sees only its fresh variable.
+        if a.args[0].has(sp.log):
             raise SolverError(f"nested transcendental term {a} is not supported")
     return atoms
 

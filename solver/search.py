@@ -79,3 +79,60 @@ def find_inv_tau(make_claim: Callable[[Fraction], Claim], leak_at: Callable[[int
     return SearchResult(inv_tau=None, tight=need, result=res, rounds=tries,
                         message=f"no proof within {tries} rounds (last: {res.status if res else 'none'}"
                                 f"{': ' + res.reason if res and res.reason else ''})")
+
+
+def empirical_inv_tau(model, node: str, key_label: str, n: int, eta: Fraction, *, start: float,
+                      rel_tol: float = 1e-9, max_runs: int = 60) -> tuple[float, int]:
+    """Smallest ``1/τ`` at which the actual head ``node`` of ``model``, run on its attaining key
+    patterns at length ``n`` (:func:`softhard.constructions.adversarial.key_pattern_leak`), leaks
+    at most η (numeric, not a proof).
+
+    The leak decreases in ``1/τ`` and its logarithm is close to linear in ``1/τ`` (a geometric
+    sum), so a bracketed Illinois (modified regula falsi) iteration on ``log leak − log η``
+    converges in a handful of runs; ``rel_tol`` is the final bracket width relative to 1/τ.
+    ``start``: initial guess (e.g. the tight numeric requirement).  Returns ``(1/τ, runs)``.
+    """
+    import math
+
+    from ..constructions.adversarial import key_pattern_leak
+
+    le = math.log(float(eta))
+    runs = 1
+    # the binding pattern at the starting point (b ≡ 1 for case A, b ≡ 0 for case B)
+    pattern = (key_pattern_leak(model, node, key_label, n, start).pattern,)
+
+    def g(x):
+        nonlocal runs
+        runs += 1
+        v = key_pattern_leak(model, node, key_label, n, x, patterns=pattern).leak
+        return (math.log(v) if v > 0 else -1e300) - le  # > 0: leaks too much
+
+    lo, hi = start * (1 - 1e-3), start * (1 + 1e-3)
+    glo, ghi = g(lo), g(hi)
+    while ghi > 0 and runs < max_runs:
+        lo, glo = hi, ghi
+        hi *= 2
+        ghi = g(hi)
+    while glo <= 0 and lo > 1e-12 and runs < max_runs:
+        hi, ghi = lo, glo
+        lo /= 2
+        glo = g(lo)
+    side = 0
+    while hi - lo > rel_tol * hi and runs < max_runs:
+        x = (lo * ghi - hi * glo) / (ghi - glo) if ghi != glo else (lo + hi) / 2
+        if not (lo < x < hi):
+            x = (lo + hi) / 2
+        gx = g(x)
+        if -1e-12 <= gx <= 0:  # at the root to within float resolution of the leak
+            return x, runs
+        if gx > 0:
+            lo, glo = x, gx
+            if side == -1:
+                ghi /= 2
+            side = -1
+        else:
+            hi, ghi = x, gx
+            if side == 1:
+                glo /= 2
+            side = 1
+    return hi, runs

@@ -3,9 +3,7 @@ with samplers of members and near misses (shared by the semantics and transforme
 
 from __future__ import annotations
 
-import itertools
 import random
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path

@@ -15,7 +15,7 @@ import sympy as sp
 import z3
 
 from softhard.bounds import selection as S
-from softhard.bounds.derive import evaluate, required_inv_tau
+from softhard.bounds.derive import required_inv_tau
 from softhard.constructions.errors import SolverError
 from softhard.solver import encode
 from softhard.solver.check import Claim, check_claim, run_z3

@@ -1,0 +1,61 @@
+"""Head-level adversarial inputs: the worst key patterns of THEORY §4, fed to the actual head.
+
+A selection head's leak bound is a worst case over *all* Boolean key sequences.  A formula may
+restrict which key sequences its words can produce (the key "aba ends here" is never true at two
+consecutive positions), so the word-level search of :func:`softhard.constructions.simulate.
+adversarial_words` cannot always attain the bound.  Here the head is run in isolation, with its
+own weights, on a residual stream whose key coordinate carries the attaining pattern: ``b ≡ 1``
+on positions 1..n (case A, a run of key = 1 ending just before the last query) or ``b ≡ 0``
+(case B, the default wins).  This shows the bound is attained by the head itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .model import Transformer, run_head
+
+
+@dataclass
+class KeyPatternObservation:
+    """Largest leak of one head over the key patterns, at length ``n``."""
+
+    node: str
+    n: int
+    inv_tau: float
+    leak: float
+    pattern: str
+    row: int
+    score_scale: float
+    key_dim: int
+
+
+def key_pattern_leak(model: Transformer, head_name: str, key_label: str, n: int, inv_tau: float,
+                     patterns=("ones", "zeros")) -> KeyPatternObservation:
+    """Run head ``head_name`` of ``model`` alone at length ``n`` with its key coordinate
+    ``key_label`` set to each pattern (0 at BOS, as in every construction) and return the largest
+    leak seen.  The other coordinates come from the embedding of the word ``alphabet[0]^n``.
+
+    Raises ``ModelFormatError`` for an unknown head or label.
+    """
+    head = next((h for b in model.blocks for h in b.heads if h.name == head_name), None)
+    if head is None:
+        from .errors import ModelFormatError
+        raise ModelFormatError(f"no head named {head_name!r}")
+    k = model.index(key_label)
+    x0 = model.embed(np.ones((1, n), dtype=np.int64))
+    best = None
+    for pat in patterns:
+        x = x0.copy()
+        x[:, 1:, k] = 1.0 if pat == "ones" else 0.0
+        x[:, 0, k] = 0.0
+        tr = run_head(head, x, soft=True, inv_tau=inv_tau)
+        leak = tr.leak[0, 1:]
+        r = int(np.argmax(leak))
+        ob = KeyPatternObservation(node=head_name, n=n, inv_tau=inv_tau, leak=float(leak[r]), pattern=pat,
+                                   row=r + 1, score_scale=tr.score_scale, key_dim=tr.key_dim)
+        if best is None or ob.leak > best.leak:
+            best = ob
+    return best

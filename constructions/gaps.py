@@ -1,0 +1,556 @@
+"""Gap analysis of a hard-attention transformer, and the UHA tie-break (THEORY §0, §2, §4, §6).
+
+The composed bound of THEORY §6 needs, per head, a lower bound γ on the score gap
+``s* − max{s_ij : j ∉ A_i}`` over every query row of every input of length ≤ N.  This module
+finds the minimum exactly (rational arithmetic, :mod:`softhard.constructions.exact`):
+
+* **exhaustive** — every word of every length 1..N, when ``Σ_n |Σ|^n`` is at most a limit: the
+  minimum is then *established* (the premise of the bound is proved, by enumeration);
+* **searched** — otherwise: periodic words, random words and a local search that mutates the
+  current worst words one symbol at a time, keeping changes that push the gap down.  The minimum
+  found is exact *for the inputs tried*; it is not a proof.
+
+For a UHA head (leftmost/rightmost), a tie of the maximum is gap 0 — softmax splits weight over
+the tied positions — so such a model is not simulable this way as it stands; :func:`tie_break`
+adds the tie-break term ``β·p_j`` of THEORY §4 (``p_j = j/n`` for rightmost, ``−j/n`` for
+leftmost), which selects the same position and costs gap: ``γ' ≥ min(β/N, γ₀ − β)`` where γ₀ is
+the gap to the non-maximal positions; ``β = γ₀·N/(N+1)`` gives ``γ' ≥ γ₀/(N+1)``.
+
+The same runs give the output margins (boolean: ``min |y − threshold|``; categorical: half the
+distance between the top two coordinates): an output error below the margin leaves every
+rounded output unchanged.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from .errors import ParameterError
+from .exact import ExactEngine, ExactRun, HeadRows
+from .modelfile import ONE, POS, CanonHead, HardModel, MLPSpec, PEFeature, zeros
+
+DEFAULT_EXHAUSTIVE_LIMIT = 20_000
+DEFAULT_SEARCH_WORDS = 4_000
+DEFAULT_SEARCH_MAX_LEN = 512
+DENSE_CAP = 4096  # longest word the searched analysis evaluates (exact scores cost O(n^2) per head)
+CHUNK = 2048
+
+
+@dataclass
+class HeadGap:
+    """Gap of one head over the analysed inputs (exact).
+
+    * ``gap``: the gap the bound uses — AHA: min of ``s* − max_{j∉A} s_j``; UHA: 0 if some row has
+      a tied maximum, else the same; None if no row ever had a competitor;
+    * ``word``/``row``: an input and query row (1-based position) attaining ``gap``;
+    * ``ties_max``: the largest argmax set seen (AHA ties add the distortion term of THEORY §6);
+    * ``gap_untied`` (+ ``word_untied``/``row_untied``): the gap to the non-maximal positions
+      ignoring ties (what a UHA tie-break has to stay below).
+    """
+
+    name: str
+    layer: int
+    mask: str
+    rule: str
+    gap: Fraction | None = None
+    word: tuple[str, ...] | None = None
+    row: int = -1
+    ties_max: int = 0
+    gap_untied: Fraction | None = None
+    word_untied: tuple[str, ...] | None = None
+    row_untied: int = -1
+
+    def to_json(self) -> dict:
+        return {"head": self.name, "layer": self.layer, "mask": self.mask, "rule": self.rule,
+                "gap": _fs(self.gap), "gap_decimal": _fd(self.gap),
+                "attained_by": None if self.word is None else {"word": list(self.word), "row": self.row},
+                "ties_max": int(self.ties_max), "gap_untied": _fs(self.gap_untied),
+                "gap_untied_decimal": _fd(self.gap_untied)}
+
+
+@dataclass
+class OutputMargin:
+    """Smallest rounding margin of one output over the analysed inputs (exact; None for numerical)."""
+
+    name: str
+    type: str
+    margin: Fraction | None = None
+    word: tuple[str, ...] | None = None
+    row: int = -1
+
+    def to_json(self) -> dict:
+        return {"output": self.name, "type": self.type, "margin": _fs(self.margin), "margin_decimal": _fd(self.margin),
+                "attained_by": None if self.word is None else {"word": list(self.word), "row": self.row}}
+
+
+@dataclass
+class GapReport:
+    """Result of :func:`analyse_gaps`.
+
+    ``method``: "exhaustive" (every word of length 1..n_max: the minima are established) or
+    "searched" (the minima over the ``words`` inputs tried; not a proof); ``lengths``: the lengths
+    evaluated; ``heads``/``outputs``: per head / output; ``notes``: caveats.
+    """
+
+    method: str
+    n_max: int
+    alphabet_size: int
+    words: int
+    lengths: list[int]
+    heads: dict[str, HeadGap]
+    outputs: dict[str, OutputMargin]
+    seconds: float = 0.0
+    seed: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exhaustive(self) -> bool:
+        return self.method == "exhaustive"
+
+    def zero_gap(self) -> list[HeadGap]:
+        """Heads with gap 0 on some analysed input: not simulable by softmax this way (THEORY §6)."""
+        return [h for h in self.heads.values() if h.gap is not None and h.gap <= 0]
+
+    @property
+    def simulable(self) -> bool:
+        return not self.zero_gap()
+
+    def to_json(self) -> dict:
+        return {"method": self.method, "n_max": self.n_max, "alphabet_size": self.alphabet_size,
+                "words": self.words, "lengths": self.lengths if len(self.lengths) <= 40 else
+                [self.lengths[0], "...", self.lengths[-1]],
+                "heads": [h.to_json() for h in self.heads.values()],
+                "outputs": [o.to_json() for o in self.outputs.values()],
+                "simulable": self.simulable, "seconds": round(self.seconds, 4), "seed": self.seed,
+                "notes": list(self.notes)}
+
+
+def _fs(x: Fraction | None) -> str | None:
+    if x is None:
+        return None
+    return f"{x.numerator}/{x.denominator}" if x.denominator != 1 else str(x.numerator)
+
+
+def _fd(x: Fraction | None) -> str | None:
+    if x is None:
+        return None
+    import mpmath
+    with mpmath.workdps(30):
+        return mpmath.nstr(mpmath.mpf(x.numerator) / x.denominator, 12)
+
+
+# --------------------------------------------------------------------------------------------
+# aggregation of exact runs
+
+
+class _Agg:
+    """Running minima over batches."""
+
+    def __init__(self, hm: HardModel):
+        self.hm = hm
+        self.heads = {h.name: HeadGap(name=h.name, layer=h.layer, mask=h.mask, rule=h.rule) for h in hm.all_heads()}
+        self.outputs = {o.name: OutputMargin(name=o.name, type=o.type) for o in hm.outputs}
+        self.words = 0
+
+    def add(self, tokens: np.ndarray, run: ExactRun) -> None:
+        B, n = tokens.shape
+        self.words += B
+        for name, rows in run.heads.items():
+            hg = self.heads[name]
+            t = int(rows.ties[:, 1:].max()) if n >= 1 else 0
+            hg.ties_max = max(hg.ties_max, t)
+            g, b, i = _min_gap(rows)
+            if g is not None and (hg.gap_untied is None or g < hg.gap_untied):
+                hg.gap_untied, hg.word_untied, hg.row_untied = g, self._word(tokens[b]), i
+            uha_tie = None
+            if rows.rule != "AHA":
+                tied = rows.ties[:, 1:] >= 2
+                if tied.any():
+                    bb, ii = np.argwhere(tied)[0]
+                    uha_tie = (int(bb), int(ii) + 1)
+            if uha_tie is not None:
+                if hg.gap is None or hg.gap > 0:
+                    hg.gap, hg.word, hg.row = Fraction(0), self._word(tokens[uha_tie[0]]), uha_tie[1]
+            elif g is not None and (hg.gap is None or g < hg.gap):
+                hg.gap, hg.word, hg.row = g, self._word(tokens[b]), i
+        for o in self.hm.outputs:
+            m, b, i = _margin(self.hm, o, run, n)
+            om = self.outputs[o.name]
+            if m is not None and (om.margin is None or m < om.margin):
+                om.margin, om.word, om.row = m, self._word(tokens[b]), i
+
+    def _word(self, ids) -> tuple[str, ...]:
+        return tuple(self.hm.alphabet[int(t) - 1] for t in ids)
+
+
+def _min_gap(rows: HeadRows) -> tuple[Fraction | None, int, int]:
+    """Minimum (over words and query rows ≥ 1) of the gap to non-maximal positions, with (word, row)."""
+    valid = rows.has_rest[:, 1:]
+    if not valid.any():
+        return None, -1, -1
+    g = rows.gap_num[:, 1:]
+    if g.dtype == object:
+        gm = np.where(valid, g, float("inf"))
+        flat = int(np.argmin(gm))
+    else:
+        gm = np.where(valid, g, np.iinfo(np.int64).max)
+        flat = int(np.argmin(gm))
+    b, i = np.unravel_index(flat, g.shape)
+    return rows.scale * Fraction(int(g[b, i]), rows.den), int(b), int(i) + 1
+
+
+def read_rows(at: str, n: int) -> list[int]:
+    """Residual rows (1..n) an output is read at."""
+    return {"all": list(range(1, n + 1)), "first": [1], "last": [n]}[at]
+
+
+def _margin(hm: HardModel, o, run: ExactRun, n: int) -> tuple[Fraction | None, int, int]:
+    if o.type == "numerical":
+        return None, -1, -1
+    rows = read_rows(o.at, n)
+    x = run.x
+    if o.type == "boolean":
+        y = x.num[:, rows, o.coords[0]]
+        p, q = o.threshold.numerator, o.threshold.denominator
+        diff = np.abs(_obj(y) * q - p * x.den)
+        flat = int(np.argmin(diff))
+        b, i = np.unravel_index(flat, diff.shape)
+        return Fraction(int(diff[b, i]), x.den * q), int(b), rows[int(i)]
+    vals = x.num[:, rows][..., o.coords]
+    s = np.sort(_obj(vals), axis=-1)
+    diff = s[..., -1] - s[..., -2]
+    flat = int(np.argmin(diff))
+    b, i = np.unravel_index(flat, diff.shape)
+    return Fraction(int(diff[b, i]), 2 * x.den), int(b), rows[int(i)]
+
+
+def _obj(a):
+    return a if a.dtype == object else a.astype(object)
+
+
+# --------------------------------------------------------------------------------------------
+# exhaustive and searched analysis
+
+
+def count_words(k: int, n_max: int) -> int:
+    """``Σ_{n=1}^{n_max} k^n``."""
+    return sum(k**n for n in range(1, n_max + 1))
+
+
+def all_tokens(k: int, n: int):
+    """Every word of length n over ``k`` symbols as token ids (1-based), in chunks of ≤ CHUNK rows."""
+    it = itertools.product(range(1, k + 1), repeat=n)
+    while True:
+        block = list(itertools.islice(it, CHUNK))
+        if not block:
+            return
+        yield np.array(block, dtype=np.int64).reshape(len(block), n)
+
+
+def analyse_gaps(hm: HardModel, n_max: int, *, exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
+                 search_words: int = DEFAULT_SEARCH_WORDS, search_max_len: int = DEFAULT_SEARCH_MAX_LEN,
+                 seed: int = 0, method: str = "auto", time_limit_s: float | None = None,
+                 progress=None) -> GapReport:
+    """Minimum gap per head (and output margins) over inputs of length 1..``n_max`` (module docstring).
+
+    ``method``: "auto" (exhaustive when ``Σ|Σ|^n ≤ exhaustive_limit``, else searched),
+    "exhaustive" or "searched".  Search: about ``search_words`` exact evaluations, lengths capped
+    at ``search_max_len`` (a note records it), deterministic for a given ``seed``.
+    Raises :class:`ParameterError` for ``n_max < 1`` or exhaustive beyond the limit, and
+    :class:`ModelFormatError` if ``n_max`` exceeds a positional table.
+    """
+    if n_max < 1:
+        raise ParameterError(f"n_max must be >= 1, got {n_max}")
+    hm.check_length(n_max)
+    k = len(hm.alphabet)
+    total = count_words(k, n_max)
+    if method == "auto":
+        method = "exhaustive" if total <= exhaustive_limit else "searched"
+    t0 = time.perf_counter()
+    eng = ExactEngine(hm)
+    agg = _Agg(hm)
+    if method == "exhaustive":
+        for n in range(1, n_max + 1):
+            if progress:
+                progress(f"exhaustive: length {n} ({k ** n} words)")
+            for tok in all_tokens(k, n):
+                agg.add(tok, eng.run(tok))
+        rep = GapReport(method="exhaustive", n_max=n_max, alphabet_size=k, words=agg.words,
+                        lengths=list(range(1, n_max + 1)), heads=agg.heads, outputs=agg.outputs)
+    elif method == "searched":
+        rep = _search(hm, eng, agg, n_max, search_words, search_max_len, seed, time_limit_s, progress)
+    else:
+        raise ParameterError(f"method must be auto, exhaustive or searched, got {method!r}")
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+def _periodic(k: int, n: int, max_period: int = 3) -> list[tuple[int, ...]]:
+    out = {}
+    for p in range(1, max_period + 1):
+        for u in itertools.product(range(1, k + 1), repeat=p):
+            out[tuple((u * (n // p + 1))[:n])] = None
+    return list(out)
+
+
+def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) -> GapReport:
+    rng = np.random.default_rng(seed)
+    k = len(hm.alphabet)
+    top = min(n_max, max_len)
+    grid = sorted({1, 2, 3, top} | {max(1, int(round(top ** (t / 8)))) for t in range(9)})
+    grid = [L for L in grid if L <= top]
+    long = [L for L in sorted({n_max, (top + n_max) // 2}) if top < L <= DENSE_CAP]  # few words, but the longest
+    deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
+    used = 0
+    pool: dict[tuple[int, ...], dict[str, Fraction | None]] = {}
+
+    def evaluate(words: list[tuple[int, ...]]) -> None:
+        nonlocal used
+        by_len: dict[int, list[tuple[int, ...]]] = {}
+        for w in words:
+            if w not in pool:
+                by_len.setdefault(len(w), []).append(w)
+        for L, ws in by_len.items():
+            for c0 in range(0, len(ws), CHUNK if L <= 64 else max(1, CHUNK * 64 // (L * L) + 1)):
+                chunk = ws[c0:c0 + (CHUNK if L <= 64 else max(1, CHUNK * 64 // (L * L) + 1))]
+                tok = np.array(chunk, dtype=np.int64).reshape(len(chunk), L)
+                run = eng.run(tok)
+                agg.add(tok, run)
+                used += len(chunk)
+                per_head = {name: _word_gaps(rows) for name, rows in run.heads.items()}
+                for b, w in enumerate(chunk):
+                    pool[w] = {name: gs[b] for name, gs in per_head.items()}
+
+    # 1. periodic and random words at every grid length
+    start = []
+    for L in grid:
+        start.extend(_periodic(k, L))
+    per = max(1, (budget // 3) // max(len(grid), 1))
+    for L in grid:
+        for _ in range(per):
+            start.append(tuple(int(t) for t in rng.integers(1, k + 1, size=L)))
+    for L in long:
+        start.extend(_periodic(k, L, 2))
+        start.extend(tuple(int(t) for t in rng.integers(1, k + 1, size=L)) for _ in range(4))
+    if progress:
+        progress(f"search: {len(start)} periodic and random words")
+    evaluate(start)
+    # 2. local search: mutate the worst words of each head, keep improvements
+    rounds = 0
+    stale = 0
+    space = sum(k**L for L in grid)
+    while used < budget and (deadline is None or time.perf_counter() < deadline):
+        if len(pool) >= space or stale >= 50:  # every word of the searched lengths seen, or no new ones
+            break
+        rounds += 1
+        cands = []
+        for name in agg.heads:
+            scored = [(g[name], w) for w, g in pool.items() if g.get(name) is not None and len(w) <= top]
+            scored.sort(key=lambda t: t[0])
+            for _, w in scored[:4]:
+                for _ in range(6):
+                    m = list(w)
+                    for _ in range(int(rng.integers(1, 3))):
+                        pos = int(rng.integers(0, len(m)))
+                        m[pos] = int(rng.integers(1, k + 1))
+                    cands.append(tuple(m))
+        new = [c for c in dict.fromkeys(cands) if c not in pool]
+        if not new:
+            new = [tuple(int(t) for t in rng.integers(1, k + 1, size=int(rng.choice(grid)))) for _ in range(16)]
+        if progress:
+            progress(f"search round {rounds}: {used}/{budget} words")
+        before = len(pool)
+        evaluate(new[: max(1, budget - used)])
+        stale = stale + 1 if len(pool) == before else 0
+    rep = GapReport(method="searched", n_max=n_max, alphabet_size=k, words=agg.words, lengths=grid + long,
+                    heads=agg.heads, outputs=agg.outputs, seed=seed)
+    total = count_words(k, n_max)
+    tot = str(total) if total < 10**12 else f"about 10^{len(str(total)) - 1}"
+    rep.notes.append(f"searched {agg.words} of {tot} words (periodic, random, local search); "
+                     "the minimum found is exact for these inputs but NOT proved for all inputs")
+    if top < n_max:
+        done = f"; lengths {', '.join(map(str, long))} only with periodic and a few random words" if long else ""
+        rep.notes.append(f"local search on lengths <= {top} (search_max_len){done}"
+                         + (f"; lengths above {DENSE_CAP} were not evaluated" if n_max > DENSE_CAP else ""))
+    return rep
+
+
+def _word_gaps(rows: HeadRows) -> list[Fraction | None]:
+    """Per word of a batch: the head's gap (min over query rows ≥ 1; a UHA tie is 0; None if no
+    row has a competitor), vectorised over rows."""
+    valid = rows.has_rest[:, 1:]
+    g = rows.gap_num[:, 1:]
+    if g.dtype == object:
+        m = np.where(valid, g, float("inf")).min(axis=1)
+    else:
+        m = np.where(valid, g, np.iinfo(np.int64).max).min(axis=1)
+    any_valid = valid.any(axis=1)
+    tied = (rows.ties[:, 1:] >= 2).any(axis=1) if rows.rule != "AHA" else np.zeros(len(g), dtype=bool)
+    out: list[Fraction | None] = []
+    for b in range(len(g)):
+        if tied[b]:
+            out.append(Fraction(0))
+        elif not any_valid[b]:
+            out.append(None)
+        else:
+            out.append(rows.scale * Fraction(int(m[b]), rows.den))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# UHA tie-break (THEORY §4)
+
+
+@dataclass
+class TieBreak:
+    """One UHA head's tie-break: ``beta`` (exact dyadic), the untied gap γ₀ before, the predicted
+    lower bound ``min(β/N, γ₀ − β)`` on the gap after, and the direction (+ for rightmost)."""
+
+    head: str
+    beta: Fraction
+    gap_untied: Fraction | None
+    predicted_gap: Fraction
+    sign: int
+
+    def to_json(self) -> dict:
+        return {"head": self.head, "beta": _fs(self.beta), "gap_before_untied": _fs(self.gap_untied),
+                "predicted_gap_after": _fs(self.predicted_gap), "predicted_gap_after_decimal": _fd(self.predicted_gap),
+                "term": ("+" if self.sign > 0 else "-") + "beta*j/n"}
+
+
+def _round_down_dyadic(x: Fraction, bits: int = 20) -> Fraction:
+    if x <= 0:
+        raise ParameterError("cannot round a non-positive number")
+    e = bits - math.floor(math.log2(x))
+    return Fraction(math.floor(x * 2**e), 2**e) if e >= 0 else Fraction(math.floor(x / 2 ** (-e)) * 2 ** (-e))
+
+
+def plan_tie_breaks(rep: GapReport) -> dict[str, Fraction]:
+    """β per UHA head whose analysis found a tie: ``β ≤ γ₀·N/(N+1)`` (rounded down to a dyadic
+    rational, so it is exact in float64 too); γ₀ None (never a non-maximal competitor) gives β = 1."""
+    out = {}
+    N = rep.n_max
+    for h in rep.heads.values():
+        if h.rule != "AHA" and h.ties_max >= 2:
+            g0 = h.gap_untied
+            target = Fraction(1) if g0 is None else g0 * N / (N + 1)
+            out[h.name] = _round_down_dyadic(target)
+    return out
+
+
+def tie_break(hm: HardModel, betas: dict[str, Fraction], n_max: int, gaps: dict[str, Fraction | None] | None = None
+              ) -> tuple[HardModel, list[TieBreak]]:
+    """The model with ``β·p_j`` added to the scores of the heads in ``betas`` (THEORY §4).
+
+    Adds residual coordinates ``__pos__`` (positional family j/n, 0 at BOS) and ``__one__`` (1 at
+    every position, if absent), and to each listed head a query column reading ``__one__`` and a
+    key column reading ``__pos__`` with weight ``±β/scale`` (+ for UHA-rightmost, − for leftmost;
+    BOS has p = 0, so a tie with BOS goes to the real position for rightmost and to BOS for
+    leftmost, as the UHA rule says).  Every other weight is unchanged (padded with zeros).
+    ``gaps``: the untied gaps γ₀ for the prediction.  Raises :class:`ParameterError` for an
+    unknown head or an AHA head.
+    """
+    heads_by = {h.name: h for h in hm.all_heads()}
+    for name in betas:
+        if name not in heads_by:
+            raise ParameterError(f"tie-break: no head named {name!r}")
+        if heads_by[name].rule == "AHA":
+            raise ParameterError(f"tie-break: head {name!r} is AHA (ties are averaged, no tie-break needed)")
+    labels = list(hm.labels)
+    E = hm.token_embedding
+    feats = [PEFeature(f.family, f.vector, f.fn, f.omega, f.over_n) for f in hm.features]
+    table = hm.table
+    add = []
+    if ONE not in labels:
+        add.append(ONE)
+    if POS not in labels:
+        add.append(POS)
+    labels += add
+    d = len(labels)
+    if add:
+        extra = zeros((E.shape[0], len(add)))
+        if ONE in add:
+            extra[:, add.index(ONE)] = Fraction(1)
+        E = np.concatenate([E, extra], axis=1)
+        for f in feats:
+            f.vector = np.concatenate([f.vector, zeros(len(add))])
+        if table is not None:
+            table = np.concatenate([table, zeros((table.shape[0], len(add)))], axis=1)
+    ione, ipos = labels.index(ONE), labels.index(POS)
+    if POS in add:
+        v = zeros(d)
+        v[ipos] = Fraction(1)
+        feats.append(PEFeature(family="j/n", vector=v))
+
+    def rows(A):
+        return np.concatenate([A, zeros((d - A.shape[0], A.shape[1]))], axis=0) if A.shape[0] < d else A.copy()
+
+    def cols(A):
+        return np.concatenate([A, zeros((A.shape[0], d - A.shape[1]))], axis=1) if A.shape[1] < d else A.copy()
+
+    new_heads = []
+    infos = []
+    for hs in hm.heads:
+        nh = []
+        for h in hs:
+            WQ, WK, WV, WO = rows(h.W_Q), rows(h.W_K), rows(h.W_V), cols(h.W_O)
+            beta = Fraction(0)
+            if h.name in betas:
+                beta = betas[h.name]
+                sign = 1 if h.rule == "UHA-rightmost" else -1
+                q = zeros((d, 1))
+                q[ione, 0] = Fraction(1)
+                kc = zeros((d, 1))
+                kc[ipos, 0] = sign * beta / h.scale
+                WQ = np.concatenate([WQ, q], axis=1)
+                WK = np.concatenate([WK, kc], axis=1)
+                g0 = (gaps or {}).get(h.name)
+                pred = beta / n_max if g0 is None else min(beta / n_max, g0 - beta)
+                infos.append(TieBreak(head=h.name, beta=beta, gap_untied=g0, predicted_gap=pred, sign=sign))
+            nh.append(CanonHead(name=h.name, layer=h.layer, index=h.index, W_Q=WQ, W_K=WK, W_V=WV, W_O=WO,
+                                scale=h.scale, mask=h.mask, rule=h.rule, tie_break=h.tie_break + beta))
+        new_heads.append(nh)
+    new_mlps = [[MLPSpec(name=m.name, W1=rows(m.W1), b1=m.b1, W2=cols(m.W2),
+                         b2=np.concatenate([m.b2, zeros(d - len(m.b2))])) for m in ms] for ms in hm.mlps]
+    hm2 = HardModel(spec=hm.spec, alphabet=hm.alphabet, labels=labels, token_embedding=E, features=feats,
+                    table=table, heads=new_heads, mlps=new_mlps, outputs=list(hm.outputs))
+    return hm2, infos
+
+
+def same_hard_outputs(hm1: HardModel, hm2: HardModel, n_max: int, *, limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
+                      words: list[tuple[str, ...]] | None = None) -> tuple[bool, tuple[str, ...] | None, int]:
+    """Do two models (same alphabet and outputs) give identical exact hard outputs?
+
+    On every word of length ≤ ``n_max`` when that is at most ``limit`` words, else on ``words``.
+    Returns ``(same, first differing word or None, words compared)``.
+    """
+    e1, e2 = ExactEngine(hm1), ExactEngine(hm2)
+    k = len(hm1.alphabet)
+    coords1 = [c for o in hm1.outputs for c in o.coords]
+    coords2 = [c for o in hm2.outputs for c in o.coords]
+    batches = []
+    if count_words(k, n_max) <= limit:
+        for n in range(1, n_max + 1):
+            batches.extend(all_tokens(k, n))
+    else:
+        by: dict[int, list] = {}
+        for w in words or []:
+            by.setdefault(len(w), []).append([hm1.alphabet.index(s) + 1 for s in w])
+        batches = [np.array(v, dtype=np.int64) for v in by.values()]
+    cnt = 0
+    for tok in batches:
+        x1, x2 = e1.run(tok).x, e2.run(tok).x
+        a = _obj(x1.num[:, 1:, coords1]) * x2.den
+        b = _obj(x2.num[:, 1:, coords2]) * x1.den
+        ne = np.any(a != b, axis=(1, 2))
+        cnt += len(tok)
+        if ne.any():
+            b0 = int(np.argmax(ne))
+            return False, tuple(hm1.alphabet[t - 1] for t in tok[b0]), cnt
+    return True, None, cnt

@@ -1,0 +1,182 @@
+"""Certificates: every example certified in both regimes, verify accepts them, any edit is caught
+by field, writes are atomic and never clobber without --force (issue 3)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from fractions import Fraction
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from softhard.constructions.ast import operators
+from softhard.constructions.errors import ParameterError
+from softhard.constructions.parse import load_spec
+from softhard.solver.certificate import (certify, compute_hashes, load_certificate, schema, verify_certificate,
+                                         write_certificate)
+from softhard.solver.cli import main
+from softhard.solver.pipeline import build
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+FAST = {"exhaustive_len": 6, "random_count": 64, "random_n_max": 64, "adversarial_ns": (10, 100, 10000)}
+
+
+@pytest.fixture(scope="module")
+def t4():
+    c = build(load_spec(str(EXAMPLES / "tomita4.ltl")), "T")
+    return certify(c, n_max=10**6, find_tau=True, numeric_opts=FAST)
+
+
+def _regimes(name: str) -> tuple[str, ...]:
+    """T and U; parity tests (even/odd) need the PE (j, j², (−1)^j) of regime P (THEORY §5)."""
+    return ("P",) if "%" in operators(load_spec(str(EXAMPLES / f"{name}.ltl")).formula) else ("T", "U")
+
+
+@pytest.mark.parametrize("name,regime", [(p.stem, r) for p in sorted(EXAMPLES.glob("*.ltl")) for r in _regimes(p.stem)])
+def test_every_example_is_certified_and_verified(name, regime):
+    c = build(load_spec(str(EXAMPLES / f"{name}.ltl")), regime)
+    cert = certify(c, n_max=10**4, find_tau=True, numeric_opts=FAST)
+    assert cert["status"] == "proved", [(x["id"], x["status"], x["reason"]) for x in cert["claims"]]
+    jsonschema.validate(cert, schema())
+    assert cert["numeric"]["ok"] and cert["numeric"]["mismatched_outputs"] == 0
+    for cl in cert["claims"]:
+        assert cl["second_check"]["status"] in ("proved", "unknown")
+        assert any(q["answer"] == "unsat" for q in cl["queries"])
+    if regime == "U":
+        assert cert["range"]["all_n"] is True  # regime U: proved for every n ≥ 1
+        assert all(cl["n_hi"] is None for cl in cert["claims"])
+    rep = verify_certificate(json.loads(json.dumps(cert)))
+    assert rep.ok, rep.problems
+
+
+def test_tomita4_find_tau_is_tight_and_beats_the_gap_lemma(t4):
+    assert t4["status"] == "proved"
+    for p in t4["search"]["per_bound"]:
+        cert_x = Fraction(p["inv_tau_certified"])
+        assert 1 <= float(cert_x) / p["inv_tau_tight_numeric"] < 1 + 1e-8
+        assert p["inv_tau_closed_form"] >= p["inv_tau_tight_numeric"]
+        assert p["inv_tau_generic_gap_lemma"] > 10 * p["inv_tau_tight_numeric"]  # ln(3(n−1))/ln 4 ≈ 10.8
+        e = p["empirical"]  # the actual head, bisected on its attaining inputs
+        assert 1 <= e["ratio_certified_to_empirical"] <= 1.05
+        assert e["ratio_certified_to_empirical"] < 1 + 1e-6  # in fact: the bound is attained
+    # numeric tightness on the adversarial family at the certified temperature
+    for nd in t4["nodes"]:
+        assert nd["numeric"]["max_ratio_by_family"]["adversarial"] >= 0.9  # tomita 4: words attain it
+        assert nd["numeric"]["max_ratio_by_family"]["adversarial-key"] >= 0.9
+        assert nd["numeric"]["violations"] == 0
+
+
+def _tampered(cert, edit, rehash):
+    c = copy.deepcopy(cert)
+    edit(c)
+    if rehash:
+        c["hashes"] = compute_hashes(c)
+    return verify_certificate(c)
+
+
+EDITS = {
+    "tau": (lambda c: c["construction"].update(tau="1/5000000", inv_tau="5000000"), "claims[0].expr_srepr"),
+    "tau_only": (lambda c: c["construction"].update(tau="1/5000000"), "construction.tau"),
+    "claim_status": (lambda c: c["claims"][0].update(status="refuted"), "claims[0].status"),
+    "status": (lambda c: c.update(status="unknown"), "status"),
+    "node_status": (lambda c: c["nodes"][0].update(status="refuted"), "nodes[0].status"),
+    "bound": (lambda c: c["nodes"][0]["bound"].update(srepr=c["nodes"][0]["bound"]["srepr"].replace(
+        "Integer(2)", "Integer(3)", 1)), "nodes[0].bound.srepr"),
+    "n_max": (lambda c: c["range"].update(n_max=2 * 10**6), "claims[0].n_lo/n_hi"),
+    "query": (lambda c: c["claims"][0]["queries"][0].update(
+        smtlib=c["claims"][0]["queries"][0]["smtlib"].replace("(/ 1.0 4.0)", "(/ 1.0 3.0)")),
+        "claims[0].queries[0].smtlib"),
+    "eta": (lambda c: c["construction"]["params"].update(eta="1/3"), "claims[0].tolerance"),
+    "ratio": (lambda c: next(iter(c["numeric"]["nodes"].values())).update(ratio=0.5), "numeric.nodes."),
+}
+
+
+@pytest.mark.parametrize("rehash", [False, True])
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_any_edit_is_detected_by_field(t4, edit, rehash):
+    fn, field = EDITS[edit]
+    rep = _tampered(t4, fn, rehash)
+    assert not rep.ok
+    assert rep.problems[0][0].startswith(field), rep.problems
+    if not rehash:
+        assert any("hash" in m for _, m in rep.problems)
+
+
+def test_hash_only_edit_is_detected(t4):
+    rep = _tampered(t4, lambda c: c.update(created="1999-01-01T00:00:00+00:00"), rehash=False)
+    assert [f for f, _ in rep.problems] == ["created"]
+
+
+def test_schema_violation_names_the_path(t4):
+    c = copy.deepcopy(t4)
+    c["claims"][0]["queries"][0]["answer"] = "maybe"
+    rep = verify_certificate(c)
+    assert rep.problems[0][0] == "claims[0].queries[0].answer"
+
+
+def test_write_is_atomic_and_refuses_to_overwrite(tmp_path, t4, monkeypatch):
+    p = tmp_path / "c.json"
+    write_certificate(t4, p)
+    before = p.read_bytes()
+    with pytest.raises(ParameterError, match="exists"):
+        write_certificate(t4, p)
+    # a failure while writing leaves the existing file intact and no temporary behind
+    import softhard.solver.certificate as cm
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(cm.os, "fsync", boom)
+    with pytest.raises(OSError):
+        write_certificate(t4, p, force=True)
+    assert p.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["c.json"]
+    assert load_certificate(p) == json.loads(before)
+
+
+def test_cli_certify_verify_round_trip(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    rc = main(["certify", str(EXAMPLES / "aba.ltl"), "--regime", "T", "--n-max", "5000", "--eta", "1/4",
+               "--find-tau", "-o", str(out), "--no-numeric"])
+    assert rc == 0 and out.exists()
+    assert main(["verify", str(out)]) == 0
+    assert "valid certificate" in capsys.readouterr().out
+    # refuses to overwrite
+    assert main(["certify", str(EXAMPLES / "aba.ltl"), "--n-max", "50", "--tau", "1/10", "-o", str(out)]) == 2
+    # a too-warm temperature: refuted, exit 1, counterexample reported
+    rc = main(["certify", "Y a", "--n-max", "1000", "--tau", "1/100", "--no-numeric", "--json"])
+    cert = json.loads(capsys.readouterr().out)
+    assert rc == 1 and cert["status"] == "refuted"
+    assert cert["claims"][0]["counterexample"] == 19  # 1/τ = 100 suffices up to n = 18 (checked below)
+
+
+def test_refutation_counterexample_is_the_smallest(capsys):
+    """Independent check of the n = 19 above: with 1/τ = 100, β = 1/4, the Y-head bound
+    crosses 1/4 between n = 18 and 19 (exact evaluation of the key ≡ 1 worst case)."""
+    import mpmath
+    mpmath.mp.dps = 50
+
+    def worst(N):  # every word at the last query: scores 1 + j/(4N), BOS 1/2
+        s = [1 + mpmath.mpf(j) / (4 * N) for j in range(1, N)] + [mpmath.mpf(1) / 2]
+        top = max(s)
+        S_ = sum(mpmath.e ** (100 * (x - top)) for x in s) - 1
+        return S_ / (1 + S_)
+    assert worst(18) <= 0.25 < worst(19)
+
+
+def test_default_example_and_bad_input(tmp_path, capsys):
+    assert main(["certify", "--regime", "U", "--n-max", "100", "--find-tau", "--no-numeric"]) == 0
+    assert "tomita4" in capsys.readouterr().out
+    for argv in (["certify", "Y a", "--tau", "0"], ["certify", "Y a", "--tau", "nan"],
+                 ["certify", "Y a", "--eta", "1/2", "--find-tau"], ["certify", "Y a", "--n-max", "0", "--find-tau"],
+                 ["certify", "Y a"], ["certify", "Y (", "--find-tau"], ["verify", str(tmp_path / "missing.json")]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "Traceback" not in err, err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert main(["verify", str(bad)]) == 2
+    assert ":1:2:" in capsys.readouterr().err

@@ -1,0 +1,186 @@
+"""certify --model / verify round trip of the hand-written model, tamper detection, premise honesty
+(issue 5, item 4 and "done when")."""
+
+from __future__ import annotations
+
+import copy
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from softhard.constructions.modelfile import load_model
+from softhard.constructions.random_models import random_model_doc
+from softhard.solver.certificate import compute_hashes, verify_certificate
+from softhard.solver.cli import main
+from softhard.solver.models import build_model_construction, certify_model
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "models" / "ab_subsequence.json"
+
+
+@pytest.fixture(scope="module")
+def cert(tmp_path_factory):
+    out = tmp_path_factory.mktemp("c") / "ab.json"
+    rc = main(["certify", "--model", str(EXAMPLE), "--n-max", "9", "--epsilon", "1/4", "--find-tau", "-o", str(out)])
+    assert rc == 0
+    return json.loads(out.read_text())
+
+
+def test_certificate_contents(cert):
+    assert cert["status"] == "proved"
+    assert cert["source"]["kind"] == "model"
+    assert cert["premises"]["status"] == "established (exhaustive over 1022 words)"
+    assert all(h["gap"] == "1/2" for h in cert["premises"]["heads"])
+    assert cert["premises"]["output_margins"][0]["epsilon_below_margin"] is True
+    assert [n["node"] for n in cert["nodes"]] == ["out:accept"]
+    cl = cert["claims"][0]
+    assert cl["status"] == "proved" and cl["second_check"]["status"] == "proved"
+    assert cl["n_lo"] == 1 and cl["n_hi"] == 9 and cl["tolerance"] == "1/4"
+    assert "exp" in cl["expr_text"] and "tau" not in cl["expr_text"]
+    assert cert["numeric"]["ok"] and cert["numeric"]["nodes"]["out:accept"]["violations"] == 0
+    # the first-layer head's gap-lemma bound is attained numerically (tightness 1)
+    assert cert["numeric"]["heads"]["seen_a"]["worst_ratio"] == pytest.approx(1.0, rel=1e-6)
+    # the model is embedded (self-contained certificate) and the graph is the model graph
+    assert cert["source"]["model"]["name"] == "ab_subsequence"
+    kinds = {n["kind"] for n in cert["graph"]["nodes"]}
+    assert {"embed", "attn", "residual-add", "ffn", "output"} <= kinds
+
+
+def test_verify_round_trip(cert, tmp_path, capsys):
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(cert))
+    assert main(["verify", str(p)]) == 0
+    assert "premises re-established by exhaustive enumeration (1022 words)" in capsys.readouterr().out
+
+
+def _rehash(c):
+    c["hashes"] = compute_hashes(c)
+    return c
+
+
+def _problems(c):
+    rep = verify_certificate(c, rerun_queries=False)
+    return [f for f, _ in rep.problems], rep
+
+
+def test_tamper_detection(cert):
+    # 1. an edited premise gap, hashes left alone: the section hash and the premise check fire
+    c = copy.deepcopy(cert)
+    c["premises"]["heads"][0]["gap"] = "3/4"
+    fields, _ = _problems(c)
+    assert "premises" in fields and "premises.heads[0]" in fields
+    # 2. the same edit with recomputed hashes: still caught, by field (re-derivation)
+    fields, _ = _problems(_rehash(c))
+    assert "premises.heads[0]" in fields and "premises.heads[0].gap" in fields
+    # 3. a larger gap in the source (so a smaller bound) with every hash recomputed: the bound,
+    #    the claim and the exhaustive re-run all disagree
+    c = copy.deepcopy(cert)
+    c["source"]["premises"]["seen_a"]["gap"] = "1"
+    c["premises"]["heads"][0]["gap"] = "1"
+    fields, rep = _problems(_rehash(c))
+    assert "premises.heads[0].gap" in fields
+    assert any(f.startswith("nodes[0].bound") or f.startswith("claims[0]") for f in fields), rep.problems
+    # 4. an edited weight of the embedded model without its sha256
+    c = copy.deepcopy(cert)
+    c["source"]["model"]["layers"][1]["heads"][0]["W_K"]["entries"][1][2] = "1/4"
+    fields, rep = _problems(_rehash(c))
+    assert fields == ["source"] and "model_sha256" in rep.problems[0][1]
+    # 5. ... and with its sha256 updated: this weight does not enter the bound, but the premise
+    #    (BOS now at 1/4: gap 1/4) no longer holds, and the exhaustive re-run says so
+    from softhard.constructions.modelfile import doc_sha256
+    c["source"]["model_sha256"] = doc_sha256(c["source"]["model"])
+    fields, rep = _problems(_rehash(c))
+    assert fields == ["premises.heads[1].gap"] and "gives gap 1/4" in rep.problems[0][1]
+    # 6. a value weight (enters the bound through the value spread D) edited, sha256 updated:
+    #    the re-derived graph, bound and claim differ from the stored ones
+    c = copy.deepcopy(cert)
+    c["source"]["model"]["layers"][1]["heads"][0]["W_V"]["entries"][0][2] = 2
+    c["source"]["model_sha256"] = doc_sha256(c["source"]["model"])
+    fields, rep = _problems(_rehash(c))
+    assert {"graph", "nodes[0].bound.srepr", "claims[0].expr_srepr"} <= set(fields), rep.problems
+    # 7. a status downgrade of the premises is caught
+    c = copy.deepcopy(cert)
+    c["premises"]["status"] = "searched (not proved)"
+    fields, _ = _problems(_rehash(c))
+    assert "premises.status" in fields
+
+
+def test_searched_premise_gives_unknown_status(tmp_path, capsys):
+    """When the gap premise is only searched, the claims are proved conditionally and the overall
+    status is unknown — certify exits 1, verify accepts the (honest) certificate."""
+    doc = random_model_doc(1, layers=1, width=6, heads=1, alphabet_size=3)
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(doc))
+    out = tmp_path / "r.cert.json"
+    rc = main(["certify", "--model", str(p), "--n-max", "12", "--epsilon", "1/10", "--find-tau",
+               "--exhaustive-limit", "100", "--search-words", "300", "--search-max-len", "12", "-o", str(out),
+               "--no-numeric"])
+    assert rc == 1
+    capsys.readouterr()
+    c = json.loads(out.read_text())
+    assert c["premises"]["status"] == "searched (not proved)" and c["premises"]["method"] == "searched"
+    assert all(cl["status"] == "proved" for cl in c["claims"])
+    assert c["status"] == "unknown"
+    rep = verify_certificate(c, rerun_queries=False)
+    assert rep.ok, rep.problems
+    assert any("searched premises" in x for x in rep.checked)
+    # claiming "proved" for it is caught
+    c["status"] = "proved"
+    fields, _ = _problems(_rehash(c))
+    assert "status" in fields
+
+
+def test_certify_model_needs_epsilon_and_reports_not_simulable(tmp_path, capsys):
+    rc = main(["certify", "--model", str(EXAMPLE), "--n-max", "4", "--find-tau"])
+    assert rc == 2 and "--epsilon" in capsys.readouterr().err
+    from test_models_gaps import _uha_doc
+    p = tmp_path / "u.json"
+    p.write_text(json.dumps(_uha_doc()))
+    rc = main(["certify", "--model", str(p), "--n-max", "5", "--epsilon", "1/10", "--find-tau", "--tie-break", "off"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "not simulable this way" in err and "gap 0" in err
+    # with the automatic tie-break the same model certifies, and the certificate records it
+    out = tmp_path / "u.cert.json"
+    rc = main(["certify", "--model", str(p), "--n-max", "5", "--epsilon", "1/10", "--find-tau", "-o", str(out)])
+    capsys.readouterr()
+    c = json.loads(out.read_text())
+    assert rc == 0 and c["status"] == "proved"
+    tb = c["premises"]["tie_break"]
+    assert tb["heads"][0]["head"] == "last_a" and tb["hard_outputs_unchanged"]["same"]
+    assert verify_certificate(c, rerun_queries=False).ok
+
+
+def test_model_certificate_python_api_matches_cli(cert):
+    spec = load_model(EXAMPLE)
+    c, an = build_model_construction(spec, n_max=9, epsilon=Fraction(1, 4))
+    c2 = certify_model(c, an, n_max=9, tau=1 / Fraction(cert["construction"]["inv_tau"]), numeric=False)
+    assert c2["claims"][0]["expr_srepr"] == cert["claims"][0]["expr_srepr"]
+    assert c2["status"] == "proved"
+
+
+def test_unnamed_headless_model_round_trip(tmp_path, capsys):
+    """No name, no heads, a sinusoidal feature: the bound is 0, the certificate verifies (the
+    embedded copy keeps the default name, so verify re-derives the same graph)."""
+    doc = {"format": "softhard-model", "version": 1, "alphabet": ["a", "b"], "d_model": 3,
+           "residual": ["bos", "one", "a"], "token_embedding": [[1, 0, 0], [0, 1, 1], [0, 1, 0]],
+           "positional": {"features": [{"family": "sinusoidal", "fn": "sin", "omega": 0.3, "coordinate": "bos"}]},
+           "layers": [{"mlp": {"W1": [[0], [0], [1]], "b1": [0.5], "W2": [[0, 0, 1]]}}],
+           "outputs": [{"name": "y", "type": "numerical", "coordinate": "a"}]}
+    p = tmp_path / "nohead.json"
+    p.write_text(json.dumps(doc))
+    out = tmp_path / "c.json"
+    assert main(["certify", "--model", str(p), "--n-max", "6", "--epsilon", "1/100", "--find-tau", "-o", str(out)]) == 0
+    c = json.loads(out.read_text())
+    assert c["claims"][0]["expr_text"] == "0" and c["source"]["model"]["name"] == "nohead"
+    assert main(["verify", str(out)]) == 0
+    capsys.readouterr()
+
+
+def test_epsilon_margin():
+    from softhard.solver.models import epsilon_from_margin
+    spec = load_model(EXAMPLE)
+    c, an = build_model_construction(spec, n_max=6, epsilon="margin")
+    assert c.params["eta"] == Fraction(999, 2000) == epsilon_from_margin(an.report)
+    assert an.report.outputs["accept"].margin == Fraction(1, 2)

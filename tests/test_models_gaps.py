@@ -1,0 +1,151 @@
+"""Gap analysis (exhaustive against an independent brute force, searched), gap-0 reporting, and the UHA
+tie-break with the gap it costs (issue 5, items 2 and 3)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from models_util import brute_force
+
+from softhard.constructions.gaps import analyse_gaps, plan_tie_breaks, same_hard_outputs, tie_break
+from softhard.constructions.modelfile import load_model, parse_model
+from softhard.constructions.random_models import random_model_doc
+from softhard.solver.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "models" / "ab_subsequence.json"
+
+
+def _brute_min(spec, n_max, uha_ties_zero=True):
+    """Per head: (min gap, max ties) over all words of length ≤ n_max, by brute force."""
+    best = {}
+    for n in range(1, n_max + 1):
+        for w in itertools.product(spec.alphabet, repeat=n):
+            _, info = brute_force(spec, w)
+            for name, rows in info.items():
+                rule = next(h.rule for L in spec.layers for h in L.heads if h.name == name)
+                g0, t0 = best.get(name, (None, 0))
+                for _, g, ties in rows:
+                    if rule != "AHA" and ties >= 2 and uha_ties_zero:
+                        g = Fraction(0)
+                    if g is not None and (g0 is None or g < g0):
+                        g0 = g
+                    t0 = max(t0, ties)
+                best[name] = (g0, t0)
+    return best
+
+
+@pytest.mark.parametrize("seed", [1, 2, 5])
+def test_exhaustive_gap_equals_brute_force_random(seed):
+    doc = random_model_doc(seed, layers=2, width=7, heads=2, alphabet_size=2)
+    spec = parse_model(doc)
+    rep = analyse_gaps(spec.canonical(), 5)
+    assert rep.method == "exhaustive" and rep.words == 2 + 4 + 8 + 16 + 32
+    want = _brute_min(spec, 5)
+    for name, h in rep.heads.items():
+        assert (h.gap, h.ties_max) == want[name], name
+        # the attaining input really attains it
+        _, info = brute_force(spec, h.word)
+        row = [r for r in info[name] if r[0] == h.row][0]
+        assert row[1] == h.gap
+
+
+def test_exhaustive_gap_hand_written_example():
+    spec = load_model(EXAMPLE)
+    rep = analyse_gaps(spec.canonical(), 7)
+    want = _brute_min(spec, 7)
+    for name, h in rep.heads.items():
+        assert (h.gap, h.ties_max) == want[name]
+    assert rep.heads["seen_a"].gap == Fraction(1, 2)
+    assert rep.outputs["accept"].margin == Fraction(1, 2)
+    assert rep.simulable
+
+
+def test_searched_gap_is_exact_for_found_inputs_and_labelled():
+    doc = random_model_doc(3, layers=2, width=7, heads=1, alphabet_size=3)
+    spec = parse_model(doc)
+    hm = spec.canonical()
+    rep = analyse_gaps(hm, 40, exhaustive_limit=100, search_words=300, search_max_len=40, seed=1)
+    assert rep.method == "searched" and not rep.exhaustive
+    assert any("NOT proved" in note for note in rep.notes)
+    for name, h in rep.heads.items():
+        if h.word is None:
+            continue
+        _, info = brute_force(spec, h.word)
+        assert [r for r in info[name] if r[0] == h.row][0][1] == h.gap
+    # the search found at most the exhaustive minimum on short words is not required, but it must
+    # never report a gap below the true minimum over the lengths it searched
+    exh = analyse_gaps(hm, 4)
+    rep4 = analyse_gaps(hm, 4, exhaustive_limit=1, search_words=200, search_max_len=4, seed=2)
+    for name in exh.heads:
+        if exh.heads[name].gap is not None:
+            assert rep4.heads[name].gap >= exh.heads[name].gap
+
+
+def _uha_doc(rule="UHA-rightmost"):
+    """'The parity of the position of the last (or first) a strictly before i': UHA with ties among
+    the a's (all score 1), value (-1)^j; BOS scores 1/2, b's 0."""
+    return {
+        "format": "softhard-model", "version": 1, "name": "last_a_parity", "alphabet": ["a", "b"], "d_model": 5,
+        "residual": ["bos", "one", "a", "par", "y"],
+        "token_embedding": {"shape": [3, 5], "entries": [["BOS", "bos", 1], ["a", "one", 1], ["a", "a", 1],
+                                                         ["b", "one", 1]]},
+        "positional": {"features": [{"family": "(-1)^j", "coordinate": "par"}]},
+        "layers": [{"heads": [{"name": "last_a", "mask": "strict_past" if rule == "UHA-rightmost" else "strict_future",
+                               "rule": rule,
+                               "W_Q": {"shape": [5, 1], "entries": [["one", 0, 1]]},
+                               "W_K": {"shape": [5, 1], "entries": [["a", 0, 1], ["bos", 0, "1/2"]]},
+                               "W_V": {"shape": [5, 1], "entries": [["par", 0, 1]]},
+                               "W_O": {"shape": [1, 5], "entries": [[0, "y", 1]]}}]}],
+        "outputs": [{"name": "y", "type": "numerical", "coordinate": "y"}]}
+
+
+@pytest.mark.parametrize("rule", ["UHA-rightmost", "UHA-leftmost"])
+def test_uha_ties_are_gap_zero_then_tie_break(rule, tmp_path, capsys):
+    spec = parse_model(_uha_doc(rule))
+    hm = spec.canonical()
+    N = 6
+    rep = analyse_gaps(hm, N)
+    h = rep.heads["last_a"]
+    assert h.gap == 0 and h.ties_max >= 2 and not rep.simulable
+    assert h.gap_untied == Fraction(1, 2)
+    betas = plan_tie_breaks(rep)
+    beta = betas["last_a"]
+    assert 0 < beta <= Fraction(1, 2) * N / (N + 1) and beta.denominator & (beta.denominator - 1) == 0  # dyadic
+    hm2, infos = tie_break(hm, betas, N, {"last_a": h.gap_untied})
+    rep2 = analyse_gaps(hm2, N)
+    g2 = rep2.heads["last_a"].gap
+    pred = infos[0].predicted_gap
+    assert pred == min(beta / N, Fraction(1, 2) - beta)
+    assert g2 >= pred and g2 == beta / N  # attained by adjacent a's at n = N
+    assert rep2.heads["last_a"].ties_max == 1 and rep2.simulable
+    same, bad, cnt = same_hard_outputs(hm, hm2, N)
+    assert same and bad is None and cnt == 2 ** (N + 1) - 2
+    # a too-large beta changes the hard outputs (the gap premise of the tie-break is real)
+    hm3, _ = tie_break(hm, {"last_a": Fraction(3, 2)}, N)
+    assert not same_hard_outputs(hm, hm3, N)[0]
+    # CLI: without the tie-break the model is not simulable (exit 1) and the witness is printed
+    p = tmp_path / "u.json"
+    p.write_text(json.dumps(_uha_doc(rule)))
+    rc = main(["gap", "--model", str(p), "--n-max", str(N), "--tie-break", "off", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and not out["simulable"] and "NOT simulable" in out["verdict"]
+    rc = main(["gap", "--model", str(p), "--n-max", str(N), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["simulable"]
+    assert out["tie_break"][0]["beta"] == f"{beta.numerator}/{beta.denominator}"
+    assert out["report_after_tie_break"]["heads"][0]["gap"] == str(beta / N)
+
+
+def test_near_tie_reported_exactly():
+    """An AHA head whose two best keys differ by 2^-60: the gap is reported exactly (not 0, not a float)."""
+    doc = _uha_doc()
+    doc["layers"][0]["heads"][0]["rule"] = "AHA"
+    doc["layers"][0]["heads"][0]["W_K"]["entries"].append(["par", 0, f"1/{2 ** 60}"])
+    rep = analyse_gaps(parse_model(doc).canonical(), 5)
+    assert rep.heads["last_a"].gap == Fraction(1, 2 ** 59)
+    assert rep.heads["last_a"].gap > 0 and rep.simulable
