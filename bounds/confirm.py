@@ -3,7 +3,8 @@
 For every attention node, input family and word length ``n``, the largest observed leak is
 compared with the node's bound ``δ(n, τ(n))`` evaluated in high precision.  The observation
 *confirms* the bound when ``observed ≤ bound·(1 + allowance)`` with the float64 rounding
-allowance of :func:`softhard.constructions.simulate.leak_rounding_allowance`; otherwise it
+allowance of :func:`softhard.constructions.simulate.leak_rounding_allowance` plus the node bound's
+own input-rounding allowance (``Bound.rounding``, counting comparators); otherwise it
 *refutes* it (THEORY §7, §8: a numeric run never proves).  ``tightness = observed / bound``.
 """
 
@@ -16,6 +17,7 @@ from typing import Callable, Mapping, Sequence
 import mpmath
 
 from ..constructions.adversarial import key_pattern_leak
+from ..constructions.counting import observe_layernorms
 from ..constructions.model import Transformer
 from ..constructions.simulate import RunSummary, leak_rounding_allowance, observe
 from .derive import NodeBound
@@ -89,8 +91,9 @@ def compare(summary: RunSummary, bounds: Mapping[str, NodeBound], family: str, *
         nb = bounds[node]
         for k, ob in per_n.items():
             bd = nb.value(k, Fraction(ob.inv_tau), beta_value=beta, eta_value=eta)
+            allow = ob.allowance_rel + nb.rounding_allowance(k, Fraction(ob.inv_tau))
             checks.append(NodeCheck(node=node, family=family, n=k, inv_tau=ob.inv_tau, inputs=ob.inputs,
-                                    observed=ob.leak, bound=float(bd), allowance_rel=ob.allowance_rel,
+                                    observed=ob.leak, bound=float(bd), allowance_rel=allow,
                                     word="".join(ob.word) if all(len(s) == 1 for s in ob.word) else " ".join(ob.word),
                                     row=ob.row))
     return checks
@@ -138,6 +141,7 @@ def confirm(model: Transformer, bounds: Mapping[str, NodeBound], families: Mappi
             if progress:
                 progress(name)
             s = observe(model, words, inv_tau)
+            s.heads.update(observe_layernorms(model, words, inv_tau).heads)  # LN comparators (THEORY §5 (a))
             conf.checks.extend(compare(s, bounds, name, beta=beta, eta=eta))
             conf.words[name] = s.words
             conf.mismatches[name] = s.mismatches

@@ -20,7 +20,11 @@ n = sp.Symbol("n", positive=True)
 tau = sp.Symbol("tau", positive=True)
 beta = sp.Symbol("beta", positive=True)
 eta = sp.Symbol("eta", positive=True)
+#: layer-norm epsilon of the ``ln`` comparator (THEORY §5 (a)); the parameter its search tunes
+eps_ln = sp.Symbol("eps_ln", positive=True)
 HALF = sp.Rational(1, 2)
+#: unit roundoff of float64 (for numeric rounding allowances only, never in a proof)
+U64 = sp.Rational(1, 2**53)
 
 
 @dataclass
@@ -32,13 +36,18 @@ class Bound:
     * ``leak``: the error bound (for attention nodes, the leak δ of THEORY §2) — a SymPy expression
       in :data:`n` and parameters (:data:`tau`, :data:`beta`, :data:`eta`, or others);
     * ``tolerance``: the condition is ``leak ≤ tolerance`` (default η, THEORY §3);
-    * ``parameter``: the symbol a parameter search tunes (default τ; smaller is harder);
+    * ``parameter``: the symbol a parameter search tunes (default τ; :data:`eps_ln` for the layer-norm
+      comparator; smaller is harder — searches work with ``1/parameter``);
     * ``generic``: the generic gap-lemma bound for comparison, if any;
     * ``inv_tau_star``: closed-form sufficient value of ``1/parameter`` in (n, η, …), if any;
       ``inv_tau_star_generic``: the same from the generic bound;
     * ``gap``: the minimum score gap; ``all_n``: an n-independent bound, if any;
     * ``n_min``: smallest n the expression is valid for (the node is exact below it);
-    * ``attained_by``: the adversarial inputs that attain it; ``source``: THEORY section / paper result.
+    * ``attained_by``: the adversarial inputs that attain it; ``source``: THEORY section / paper result;
+    * ``rounding``: for numeric runs only, an extra relative float64 allowance (an expression in
+      ``n``, ``τ``) for the observed error, covering rounding in the node's *inputs* (e.g. a
+      comparator's ``F`` computed from rounded proportions); ``None`` when the engine's own
+      allowance covers everything (THEORY §7).
     """
 
     kind: str
@@ -56,6 +65,7 @@ class Bound:
     tolerance: sp.Expr = eta
     parameter: sp.Symbol = tau
     params: dict = field(default_factory=dict)
+    rounding: sp.Expr | None = None
 
 
 def gap_lemma(m: sp.Expr, gap: sp.Expr) -> sp.Expr:

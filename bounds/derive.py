@@ -11,7 +11,7 @@ digits (``mp.dps``) and is for reporting and numeric comparison only, never for 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 
@@ -27,13 +27,19 @@ DPS = 50
 
 @dataclass
 class NodeBound:
-    """Bound of one attention node: the node's id, operator, layer and its :class:`Bound`."""
+    """Bound of one attention node: the node's id, operator, layer and its :class:`Bound`.
+
+    ``fixed``: exact values of parameters other than τ, β, η that the bound mentions (e.g.
+    ``{"eps_ln": Fraction(...)}``), used by :meth:`value`; set by the pipeline from the
+    construction's parameters.
+    """
 
     node: str
     operator: str
     layer: int
     formula: str
     bound: Bound
+    fixed: dict = field(default_factory=dict)
 
     @property
     def leak(self) -> sp.Expr:
@@ -44,7 +50,32 @@ class NodeBound:
         (there only BOS is attendable by the worst-case query, so the leak is 0 exactly)."""
         if n_value < self.bound.n_min:
             return mpmath.mpf(0)
-        return evaluate(self.leak, n_value=n_value, inv_tau=inv_tau, beta_value=beta_value, eta_value=eta_value)
+        return evaluate(fix(self.leak, self.fixed), n_value=n_value, inv_tau=inv_tau, beta_value=beta_value,
+                        eta_value=eta_value)
+
+    def rounding_allowance(self, n_value: int, inv_tau) -> float:
+        """The bound's extra relative float64 allowance (``Bound.rounding``) at ``n``, ``1/τ``; 0 if none."""
+        r = self.bound.rounding
+        if r is None or n_value < self.bound.n_min:
+            return 0.0
+        return float(evaluate(fix(r, self.fixed), n_value=n_value, inv_tau=inv_tau))
+
+
+def fix(expr: sp.Expr, fixed: dict) -> sp.Expr:
+    """``expr`` with the named parameters of ``fixed`` (``{name: Fraction}``) substituted exactly."""
+    if not fixed:
+        return expr
+    return expr.subs({sp.Symbol(k, positive=True): sp.Rational(Fraction(v).numerator, Fraction(v).denominator)
+                      for k, v in fixed.items()})
+
+
+def in_tau(b: Bound, fixed: dict | None = None) -> sp.Expr:
+    """The bound's error expression with its search parameter renamed to τ and the other fixed
+    parameters substituted, so the τ-based numeric tools (:func:`required_inv_tau`, ``find_inv_tau``)
+    compute ``1/parameter`` for any parameter (e.g. ``1/ε_LN``)."""
+    fixed = {k: v for k, v in (fixed or {}).items() if k != str(b.parameter)}
+    e = fix(b.leak, fixed)
+    return e if b.parameter == tau else e.subs(b.parameter, tau)
 
 
 #: ``op -> rule(graph, node_id, regime) -> Bound | None`` (None: the node is exact, no claim)
@@ -61,21 +92,23 @@ def bound_rule(op: str):
 
 @bound_rule("select")
 def _selection_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
-    return S.selection_bound(regime, key_const=bool(g.nodes[v].get("key_const")))
+    # regime P (THEORY §5 parity PE) builds its selections exactly as regime U
+    return S.selection_bound("U" if regime == "P" else regime, key_const=bool(g.nodes[v].get("key_const")))
 
 
 def derive(g: nx.DiGraph, regime: str) -> dict[str, NodeBound]:
-    """Per attention node of ``g``: its bound (THEORY §4 selections; other kinds via
-    :data:`BOUND_RULES`).  Returns ``{node id: NodeBound}`` in topological order; nodes whose rule
-    returns None (exact nodes) are omitted.  Raises ``ValueError`` for an unknown regime or a node
-    kind without a rule.
+    """Per attention node of ``g`` (and per other node whose op has a rule, e.g. a layer-norm
+    comparator): its bound (THEORY §4 selections, §5 counting via :mod:`softhard.bounds.counting`;
+    other kinds via :data:`BOUND_RULES`).  Returns ``{node id: NodeBound}`` in topological order;
+    nodes whose rule returns None (exact nodes) are omitted.  Raises ``ValueError`` for an unknown
+    regime or an attention node without a rule.
     """
     out: dict[str, NodeBound] = {}
     for v in nx.topological_sort(g):
         a = g.nodes[v]
-        if a["kind"] != "attn":
-            continue
         rule = BOUND_RULES.get(a["op"])
+        if a["kind"] != "attn" and rule is None:
+            continue
         if rule is None:
             raise ValueError(f"node {v!r}: no bound rule for attention op {a['op']!r}")
         b = rule(g, v, regime)
@@ -193,3 +226,6 @@ def required_inv_tau_many(expr: sp.Expr, n_values, *, eta_value=Fraction(1, 4), 
         if np.all(hi / lo < 1 + 1e-13):
             break
     return np.where(always, 0.0, hi)
+
+
+from . import counting as _counting  # noqa: E402,F401  (registers the counting bound rules)

@@ -13,6 +13,11 @@ Operators (THEORY §4, strict semantics):
 Counting (THEORY §5): a *count term* ``#φ`` is the number of positions ``j <= i`` where ``φ``
 holds; ``Compare(op, lhs, rhs)`` compares two integer linear combinations of count terms.
 ``Linear(terms, const)`` is ``Σ coeff·#φ + const`` with integer coefficients.
+
+Modular counting (THEORY §5, parity): ``Parity(arg, even)`` holds when the integer ``arg`` (a
+``Linear``) is even (``even(L)``) or odd (``odd(L)``).  This is *not* expressible with
+comparisons alone (parity is outside counting logic, see ``examples/README.md``); its
+construction needs the positional embedding ``(j, j², (−1)^j)``.
 """
 
 from __future__ import annotations
@@ -139,9 +144,23 @@ class Compare(Formula):
         return f"{self.lhs} {self.op} {self.rhs}"
 
 
+@dataclass(frozen=True)
+class Parity(Formula):
+    """``even(L)`` (``even=True``) or ``odd(L)``: the parity of the linear combination ``L``."""
+
+    arg: Linear
+    even: bool = True
+
+    def children(self):
+        return tuple(f for f, _ in self.arg.terms)
+
+    def __str__(self) -> str:
+        return f"{'even' if self.even else 'odd'}({self.arg})"
+
+
 def _paren(f: Formula) -> str:
     s = str(f)
-    if isinstance(f, (Atom, Const)):
+    if isinstance(f, (Atom, Const, Parity)):
         return s
     if isinstance(f, Unary):
         return s if f.op == "!" else f"({s})"
@@ -163,13 +182,16 @@ def subformulas(f: Formula):
 
 
 def operators(f: Formula) -> set[str]:
-    """Set of operator names occurring in ``f`` (``#`` for count comparisons)."""
+    """Set of operator names occurring in ``f`` (``#`` for count comparisons, ``%`` and ``#`` for
+    parity tests)."""
     out: set[str] = set()
     for g in subformulas(f):
         if isinstance(g, (Unary, Binary)):
             out.add(g.op)
         elif isinstance(g, Compare):
             out.add("#")
+        elif isinstance(g, Parity):
+            out.update(("#", "%"))
     return out
 
 

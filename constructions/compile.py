@@ -6,11 +6,13 @@ construction needs but the formula does not name (the key ``ψ ∨ ¬φ`` of a s
 
 Node attributes (plain data, so ``networkx.node_link_data`` serialises the graph):
 
-* ``op``: ``atom`` | ``const`` | ``not`` | ``and`` | ``or`` | ``implies`` | ``select``;
+* ``op``: ``atom`` | ``const`` | ``not`` | ``and`` | ``or`` | ``implies`` | ``select`` | ``uniform``
+  | ``compare`` | ``parity``;
 * ``formula``: canonical text of the (sub)formula the node computes; ``aux``: True if it is not a
   subformula of the input;
 * ``kind``: ``embed`` (read from the embedding), ``ffn`` (an exact ReLU gate), ``attn``
-  (an attention head followed by the clean-up ``round_η``);
+  (an attention head, followed by the clean-up ``round_η`` except for ``uniform``),
+  ``layernorm`` (a layer normalisation followed by a clean-up: the ``ln`` comparator);
 * ``layer``: the block the node is computed in (attention depth; embedding = 0) and ``step``: its
   position inside the block's MLP sequence (0 = embedding or attention sublayer);
 * for ``select`` (THEORY §4: "the last (or first) j in the mask with b(j)=1; return v(j), or the
@@ -18,7 +20,20 @@ Node attributes (plain data, so ``networkx.node_link_data`` serialises the graph
   (strict_past|strict_future), ``tie`` (rightmost for past, leftmost for future: the nearest),
   ``rule`` (UHA-rightmost|UHA-leftmost), ``key`` and ``value`` (node ids of b and v), ``key_const``
   (True when b ≡ 1), ``default`` (0, supplied by BOS);
-* for ``atom``: ``symbol``; for ``const``: ``value`` (0 or 1).
+* for ``atom``: ``symbol``; for ``const``: ``value`` (0 or 1);
+* counting (THEORY §5; the constructions are in :mod:`softhard.constructions.counting`):
+
+  - ``uniform``: uniform attention over ``j ≤ i`` and BOS; ``value`` is the node id of a Boolean
+    φ (the node's coordinate is then the proportion ``C_φ(i)/(i+1)``) or ``None`` (the BOS
+    indicator: ``1/(i+1)``); ``mask`` past, ``rule`` AHA.  Exact in exact arithmetic.
+  - ``compare``: ``[Σ_k a_k C_k(i) + c ≥ 0]``; ``terms`` is a list of ``[uniform node id, a_k]``
+    (integers), ``const`` the integer ``c``, ``bos`` the ``1/(i+1)`` node; the comparator reads
+    ``F(i) = Σ_k a_k C_k/(i+1) + (c + ½)/(i+1)``, never 0, with ``|F| ≥ 1/(2(i+1))``.
+    ``method`` is ``ln`` (kind ``layernorm``), ``head`` or ``pe`` (kind ``attn``; ``mask`` past,
+    ``rule`` AHA).  Every other comparison (``> < <= = !=``) is compiled to these and gates.
+  - ``parity``: ``[C_φ(i) even]``; ``count`` is the uniform node of φ, ``bos`` the ``1/(i+1)``
+    node; ``mask`` past, ``rule`` AHA.  ``even(L)`` / ``odd(L)`` of a linear combination are
+    compiled to one such head per odd-coefficient term and XOR gates.
 
 Graph attributes: ``formula``, ``root`` (node id of the whole formula), ``alphabet``, ``at``
 (where acceptance is judged), ``layers`` (number of blocks after the embedding).
@@ -30,20 +45,33 @@ from typing import Sequence
 
 import networkx as nx
 
-from .ast import Atom, Binary, Compare, Const, Formula, Unary, acceptance_position
-from .errors import FormulaError
+from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position
+from .errors import FormulaError, ParameterError
 
 _PAST = {"Y": "past", "P": "past", "S": "past", "X": "future", "F": "future", "U": "future"}
 
+#: comparator methods for count comparisons (THEORY §5 (a), (b), (c))
+COMPARATORS = ("ln", "head", "pe")
+
+
+def check_comparator(method: str) -> str:
+    """Return ``method`` if it is one of :data:`COMPARATORS`; raise :class:`ParameterError` otherwise."""
+    if method not in COMPARATORS:
+        raise ParameterError(f"comparator must be one of {', '.join(COMPARATORS)} (THEORY §5), got {method!r}")
+    return method
+
 
 class _Builder:
-    def __init__(self, alphabet: Sequence[str]):
+    def __init__(self, alphabet: Sequence[str], comparator: str = "head"):
         self.g = nx.DiGraph()
         self.alphabet = tuple(alphabet)
         self.by_formula: dict[str, str] = {}
+        self.comparator = comparator
+        self.uniform_of: dict[str | None, str] = {}  # value node id (None: BOS) -> uniform node id
 
     # -- node creation -------------------------------------------------------------------
-    def _add(self, formula: str, op: str, parents: dict[str, str], aux: bool, **attrs) -> str:
+    def _add(self, formula: str, op: str, parents: dict[str, str], aux: bool, kind: str | None = None,
+             **attrs) -> str:
         if formula in self.by_formula:
             nid = self.by_formula[formula]
             if not aux:
@@ -51,23 +79,25 @@ class _Builder:
             return nid
         nid = formula
         self.by_formula[formula] = nid
-        kind = {"atom": "embed", "const": "embed", "select": "attn"}.get(op, "ffn")
-        layer, step = self._place(op, list(parents.values()))
+        kind = kind or {"atom": "embed", "const": "embed", "select": "attn"}.get(op, "ffn")
+        layer, step = self._place(kind, list(parents.values()))
         self.g.add_node(nid, op=op, formula=formula, aux=aux, kind=kind, layer=layer, step=step, **attrs)
         for role, p in parents.items():
             self.g.add_edge(p, nid, role=role)
         return nid
 
     def _ready(self, nid: str) -> int:
+        """MLP step after which the node's coordinate holds its value (attention nodes: their
+        clean-up at step 1, except uniform averages, written by the attention itself)."""
         a = self.g.nodes[nid]
-        return 1 if a["op"] == "select" else a["step"]
+        return 1 if a["kind"] == "attn" and a["op"] != "uniform" else a["step"]
 
-    def _place(self, op: str, parents: list[str]) -> tuple[int, int]:
-        if op in ("atom", "const"):
+    def _place(self, kind: str, parents: list[str]) -> tuple[int, int]:
+        if kind == "embed":
             return 0, 0
         layers = [self.g.nodes[p]["layer"] for p in parents]
-        if op == "select":
-            return 1 + max(layers), 0
+        if kind == "attn":
+            return 1 + max(layers, default=0), 0
         layer = max(layers)
         step = 1 + max([self._ready(p) for p in parents if self.g.nodes[p]["layer"] == layer], default=0)
         return layer, step
@@ -143,9 +173,9 @@ class _Builder:
                 self.g.nodes[nid]["aux"] = False
             return nid
         if isinstance(f, Compare):
-            raise FormulaError(
-                f"count comparison {text!r}: the transformer construction for counting is not available "
-                "in this version (THEORY §5)")
+            return self._alias(text, self.comparison(f, text), aux)
+        if isinstance(f, Parity):
+            return self._alias(text, self.parity(f, text), aux)
         if isinstance(f, Unary):
             a = self.build(f.arg)
             op = f.op
@@ -168,19 +198,130 @@ class _Builder:
             return self.select(f.op, text, key, y, aux)
         raise FormulaError(f"cannot compile formula node {f!r}")
 
+    # -- counting (THEORY §5) ---------------------------------------------------------------
+    def _alias(self, text: str, nid: str, aux: bool) -> str:
+        """Let the formula text ``text`` name the node ``nid`` (a comparison compiled to a
+        canonical comparator node or gates)."""
+        self.by_formula.setdefault(text, nid)
+        if not aux and self.g.nodes[nid]["op"] != "const":
+            self.g.nodes[nid]["aux"] = False
+        return nid
 
-def compile_formula(formula: Formula, alphabet: Sequence[str], at: str | None = None) -> nx.DiGraph:
+    def uniform(self, value: str | None, term: Formula | None) -> str:
+        """The uniform average of the Boolean node ``value`` (``C/(i+1)``), or with ``value=None``
+        of the BOS indicator (``1/(i+1)``)."""
+        if value in self.uniform_of:
+            return self.uniform_of[value]
+        if value is None:
+            nid = self._add("1/(i+1)", "uniform", {}, aux=True, kind="attn", value=None, mask="past", rule="AHA")
+        else:
+            nid = self._add(f"{Linear(((term, 1),), 0)}/(i+1)", "uniform", {"value": value}, aux=True,
+                            kind="attn", value=value, mask="past", rule="AHA")
+        self.uniform_of[value] = nid
+        return nid
+
+    def _terms(self, terms: dict[Formula, int]) -> dict[str, tuple[int, Formula]]:
+        """Count terms by graph node (formulas compiling to the same node are merged; ``#false``
+        terms, which are 0, are dropped): ``{node id: (coefficient, a formula for its text)}``."""
+        out: dict[str, tuple[int, Formula]] = {}
+        for f, c in terms.items():
+            nid = self.build(f)
+            if self.is_const(nid) == 0:
+                continue
+            c0, f0 = out.get(nid, (0, f))
+            out[nid] = (c0 + c, f0)
+        return {k: v for k, v in out.items() if v[0] != 0}
+
+    def geq(self, terms: dict[Formula, int], const: int) -> str:
+        """Node of ``[Σ coeff·#φ + const ≥ 0]`` (THEORY §5): a comparator on the uniform averages
+        (folded to a constant when the signs decide it: counts are ≥ 0)."""
+        merged = self._terms(terms)
+        coeffs = [c for c, _ in merged.values()]
+        if all(c >= 0 for c in coeffs) and const >= 0:  # counts are >= 0: always true
+            return self.const(True)
+        if all(c <= 0 for c in coeffs) and const < 0:  # always false
+            return self.const(False)
+        text = str(Compare(">=", Linear(tuple((f, c) for c, f in merged.values()), const), Linear((), 0)))
+        if text in self.by_formula:
+            return self.by_formula[text]
+        us = [(self.uniform(nid, f), c) for nid, (c, f) in merged.items()]
+        bos = self.uniform(None, None)
+        parents = {f"term{k}": u for k, (u, _) in enumerate(us)}
+        parents["bos"] = bos
+        method = self.comparator
+        return self._add(text, "compare", parents, aux=True, kind="layernorm" if method == "ln" else "attn",
+                         method=method, terms=[[u, c] for u, c in us], const=const, bos=bos,
+                         mask="past", rule="AHA")
+
+    def comparison(self, f: Compare, text: str) -> str:
+        """``L1 op L2`` as ``[D ≥ 0]`` nodes with ``D = L1 − L2`` (integers: ``D > 0`` is
+        ``D − 1 ≥ 0``), a conjunction for ``=`` and its negation for ``!=``."""
+        d: dict[Formula, int] = {}
+        for g_, c in f.lhs.terms:
+            d[g_] = d.get(g_, 0) + c
+        for g_, c in f.rhs.terms:
+            d[g_] = d.get(g_, 0) - c
+        k = f.lhs.const - f.rhs.const
+        neg = {g_: -c for g_, c in d.items()}
+        if f.op == ">=":
+            return self.geq(d, k)
+        if f.op == ">":
+            return self.geq(d, k - 1)
+        if f.op == "<=":
+            return self.geq(neg, -k)
+        if f.op == "<":
+            return self.geq(neg, -k - 1)
+        eq_text = text if f.op == "=" else str(Compare("=", f.lhs, f.rhs))
+        eq = self.gate("and", eq_text, [self.geq(d, k), self.geq(neg, -k)], aux=f.op != "=")
+        if f.op == "=":
+            return eq
+        return self.gate("not", text, [eq], aux=False)
+
+    def parity(self, f: Parity, text: str) -> str:
+        """``even(L)`` / ``odd(L)``: one parity head ``[C_φ even]`` per odd-coefficient term of ``L``,
+        combined with XOR gates (``x ⊕ y = (x ∨ y) ∧ ¬(x ∧ y)``) and the parity of the constant."""
+        terms = {g_: c for g_, c in f.arg.terms}
+        if f.even and len(terms) == 1 and f.arg.const == 0 and next(iter(terms.values())) == 1:
+            (phi,) = terms
+            nid = self.build(phi)
+            if self.is_const(nid) == 0:
+                return self.const(True)  # C ≡ 0
+            cnt = self.uniform(nid, phi)
+            bos = self.uniform(None, None)
+            return self._add(text, "parity", {"count": cnt, "bos": bos}, aux=True, kind="attn", count=cnt, bos=bos,
+                             mask="past", rule="AHA")
+        merged = self._terms(terms)
+        odd_terms = [g_ for c, g_ in merged.values() if c % 2]
+        acc: Formula | None = None
+        for g_ in odd_terms:
+            odd_g = Unary("!", Parity(Linear(((g_, 1),), 0), True))
+            acc = odd_g if acc is None else Binary("&", Binary("|", acc, odd_g), Unary("!", Binary("&", acc, odd_g)))
+        if acc is None:
+            acc = Const(False)
+        if f.arg.const % 2:
+            acc = Unary("!", acc)
+        if f.even:
+            acc = Unary("!", acc)
+        return self.build(acc, aux=True)
+
+
+def compile_formula(formula: Formula, alphabet: Sequence[str], at: str | None = None, *,
+                    comparator: str = "head") -> nx.DiGraph:
     """Compile ``formula`` over ``alphabet`` to its computation graph (see module docstring).
 
     ``at`` ("first"/"last") is where acceptance is judged; default from
-    :func:`softhard.constructions.ast.acceptance_position`.
+    :func:`softhard.constructions.ast.acceptance_position`.  ``comparator`` is the method used for
+    count comparisons: ``ln`` (layer normalisation), ``head`` (temperature-scaled comparator head)
+    or ``pe`` (unbounded-PE comparator head); see :mod:`softhard.constructions.counting`.
 
-    Raises :class:`FormulaError` for a symbol outside the alphabet or an unsupported operator.
-    Implements THEORY §3 (Boolean gates) and §4 (one selection per temporal operator).
+    Raises :class:`FormulaError` for a symbol outside the alphabet or an unsupported operator, and
+    :class:`ParameterError` for an unknown comparator.
+    Implements THEORY §3 (Boolean gates), §4 (one selection per temporal operator) and §5 (counting).
     """
     if not alphabet:
         raise FormulaError("the alphabet is empty")
-    b = _Builder(alphabet)
+    check_comparator(comparator)
+    b = _Builder(alphabet, comparator)
     for s in alphabet:  # every symbol gets a coordinate, even if unused
         b._add(str(Atom(s)), "atom", {}, aux=True, symbol=s)
     root = b.build(formula)
@@ -195,3 +336,9 @@ def compile_formula(formula: Formula, alphabet: Sequence[str], at: str | None = 
 def select_nodes(g: nx.DiGraph) -> list[str]:
     """Ids of the attention (selection) nodes in topological order."""
     return [v for v in nx.topological_sort(g) if g.nodes[v]["op"] == "select"]
+
+
+def cleaned_nodes(g: nx.DiGraph) -> list[str]:
+    """Ids of the nodes whose raw output is cleaned up by ``round_η`` into the node's coordinate
+    (selections, comparators, parity heads), in topological order."""
+    return [v for v in nx.topological_sort(g) if g.nodes[v]["op"] in ("select", "compare", "parity")]

@@ -988,7 +988,16 @@ def _head_eval(head: Head, cols: _Cols, soft: bool, inv_tau, path: str, chunk):
     scale, rterms = _score_scale(cols, head)
     res = None
     used = "dense"
-    if path in ("auto", "structured"):
+    if path == "auto" and callable(getattr(head, "fast", None)):  # a Head subclass's own exact path
+        K = _lin(cols, head.W_K)
+        fr = head.fast(np.moveaxis(Q, 0, -1), np.moveaxis(K, 0, -1), np.moveaxis(V, 0, -1), soft=soft,
+                       inv_tau=inv_tau)  # (soft, hard, leak, ties) in (B, N, dv) layout, or None
+        if fr is not None:
+            fs, fh, fl, ft = fr
+            res = (None if fs is None else np.ascontiguousarray(np.moveaxis(fs, -1, 0)),
+                   np.ascontiguousarray(np.moveaxis(fh, -1, 0)), fl, ft)
+            used = "fast"
+    if res is None and path in ("auto", "structured"):
         st = _structure(cols, head, Q)
         if st is not None:
             res = _structured_eval(st, V, head.mask, head.rule, inv_tau, soft)
@@ -1013,8 +1022,10 @@ def run_head(head: Head, x: np.ndarray, *, soft: bool, inv_tau: float | None, pa
              chunk: int | None = None) -> HeadTrace:
     """Run one head on residual stream ``x`` ``(B, N, d)``; see :class:`HeadTrace`.
 
-    ``path``: "auto" (structured when the scores allow it, else dense), "dense" or "structured"
-    (raises :class:`ParameterError` if the head is not structured on this input).  ``chunk``:
+    ``path``: "auto" (the head's own ``fast`` method if it has one and it applies — see
+    :class:`softhard.constructions.counting.CountingHead` — else structured when the scores allow
+    it, else dense), "dense" or "structured" (raises :class:`ParameterError` if the head is not
+    structured on this input).  ``chunk``:
     query rows per dense chunk (memory ``O(chunk·N)``; default about 2^20 scores per chunk); the
     result does not depend on it.
     """
@@ -1137,6 +1148,14 @@ def _run(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, chunk, k
                 _accumulate(upd_h, hh, h.W_O)
         _apply(X, cols, over, upd_s, upd_h if pair else None, None)
         for m in blk.mlps:
+            if not isinstance(m, MLP) and callable(getattr(m, "column_updates", None)):
+                # another sublayer kind (e.g. counting's LayerNorm): it gives its own column updates
+                us = m.column_updates(cols.get)
+                uh = None
+                if pair:
+                    uh = m.column_updates(_Cols(X, over).get) if any(r in over for r in m.reads()) else us
+                _apply(X, cols, over, us, uh, None)
+                continue
             us = _mlp_updates(m, cols)
             uh = None
             if pair:

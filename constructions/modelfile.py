@@ -1064,6 +1064,10 @@ def export_transformer(tr: Transformer, *, name: str = "exported", description: 
             doc["positional"] = {"table": _mat(T)}
     layers = []
     for blk in tr.blocks:
+        for m in blk.mlps:
+            if not isinstance(m, MLP):  # e.g. the layer norm of an ``ln`` comparator (counting)
+                raise ModelFormatError(f"export: sublayer {m.name!r} ({type(m).__name__}) is not a ReLU MLP; "
+                                       "the model format has no layer normalisation")
         heads = [{"name": h.name, "W_Q": _mat(h.W_Q), "W_K": _mat(h.W_K), "W_V": _mat(h.W_V), "W_O": _mat(h.W_O),
                   "mask": h.mask, "rule": h.rule} for h in blk.heads]
         mlps = [{"name": m.name, "W1": _mat(m.W1), "b1": [_num(v) for v in m.b1], "W2": _mat(m.W2),

@@ -29,7 +29,7 @@ from pathlib import Path
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from .ast import Atom, Binary, Compare, Const, Formula, Linear, Unary, acceptance_position, symbols
+from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position, symbols
 from .errors import FormulaError, FormulaSyntaxError, ParameterError
 
 __all__ = [
@@ -61,7 +61,7 @@ def _parser() -> Lark:
 # Terminals that can begin a formula; when any of them is expected we just say "a formula".
 _FORMULA_START = frozenset({
     "NAME", "NUMBER", "STRING", "TRUE", "FALSE", "LPAR", "NOT", "YESTERDAY", "NEXT", "PAST",
-    "HISTORICALLY", "FUTURE", "GLOBALLY", "HASH", "SIGN", "DECIMAL",
+    "HISTORICALLY", "FUTURE", "GLOBALLY", "HASH", "SIGN", "DECIMAL", "EVEN", "ODD",
 })
 _BINARY_OPS = ("AND", "OR", "IMPLIES", "SINCE", "UNTIL")
 _DISPLAY = {
@@ -76,6 +76,8 @@ _ORDER = ("formula", "binop", "AND", "OR", "IMPLIES", "SINCE", "UNTIL", "SIGN", 
 
 def _describe_expected(expected: Iterable[str]) -> str:
     exp = set(expected)
+    if exp == {"LPAR"}:  # after even / odd
+        return "'('"
     items: list[str] = []
     if exp & {"NAME", "STRING", "LPAR"}:
         items.append("formula")
@@ -179,6 +181,9 @@ class _Builder:
         if kind == "comparison":
             lhs, op, rhs = t.children
             return Compare(str(op), self.linear(lhs), self.linear(rhs))
+        if kind == "parity":
+            which, arg = t.children
+            return Parity(self.linear(arg), even=_token(which).type == "EVEN")
         raise AssertionError(f"unknown parse-tree node {kind!r}")  # pragma: no cover
 
     def symbol(self, tok: Token) -> str:
@@ -273,7 +278,8 @@ def _parse_with_positions(text: str, source: str) -> tuple[Formula, dict[str, Po
 
 
 def parse_formula(text: str, *, source: str = "<formula>") -> Formula:
-    """Parse one formula (THEORY §4 temporal operators, §5 count comparisons) into an AST.
+    """Parse one formula (THEORY §4 temporal operators, §5 count comparisons and parity tests
+    ``even(L)`` / ``odd(L)``) into an AST.
 
     ``text`` may span lines and contain ``//`` comments.  ``str(parse_formula(s))`` re-parses to
     the same AST.  Count terms of a comparison side are merged per formula (``#a + #a`` is

@@ -8,7 +8,8 @@ definitions, not from any attention construction.
   ``φ S ψ``: ``∃ j<i: ψ(j) ∧ ∀ k∈(j,i): φ(k)``;  ``φ U ψ``: ``∃ j>i: ψ(j) ∧ ∀ k∈(i,j): φ(k)``;
   ``P ψ = ⊤ S ψ``, ``H φ = ¬P¬φ``, ``F ψ = ⊤ U ψ``, ``G φ = ¬F¬φ``.
 * THEORY §5 (counting): ``#φ`` at ``i`` is ``C_φ(i) = |{j ≤ i : φ(j)}|``; a comparison
-  ``Σ a_k C_k(i) + c  op  Σ b_k C_k(i) + d`` is evaluated in exact integers.
+  ``Σ a_k C_k(i) + c  op  Σ b_k C_k(i) + d`` is evaluated in exact integers; ``even(L)`` /
+  ``odd(L)`` test the parity of the integer ``L(i)``.
 
 Arrays: a truth array has shape ``(n,)`` — index ``k`` is position ``k+1`` — or ``(B, n)`` for a
 batch of ``B`` words of the same length (every operation acts along the last axis).
@@ -30,7 +31,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .ast import Atom, Binary, Compare, Const, Formula, Linear, Unary, acceptance_position, subformulas
+from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position, subformulas
 from .errors import FormulaError, ParameterError
 from .parse import ACCEPT_AT, FormulaSpec, tokenize
 
@@ -172,6 +173,8 @@ def _plan(formula: Formula) -> tuple[_Step, ...]:
         if isinstance(g, Compare):
             steps.append(_Step(g, lhs=tuple((index[f], c) for f, c in g.lhs.terms),
                                rhs=tuple((index[f], c) for f, c in g.rhs.terms)))
+        elif isinstance(g, Parity):
+            steps.append(_Step(g, lhs=tuple((index[f], c) for f, c in g.arg.terms)))
         else:
             steps.append(_Step(g, tuple(index[c] for c in g.children())))
     return tuple(steps)
@@ -208,6 +211,8 @@ def _run(formula: Formula, word: Word) -> tuple[tuple[_Step, ...], list[np.ndarr
             lhs = _linear(st.lhs, g.lhs.const, vals, w.shape)
             rhs = _linear(st.rhs, g.rhs.const, vals, w.shape)
             v = _COMPARE[g.op](lhs, rhs)
+        elif isinstance(g, Parity):
+            v = (_linear(st.lhs, g.arg.const, vals, w.shape) % 2 == 0) == g.even
         else:
             raise FormulaError(f"not a formula node: {g!r}")
         vals.append(v)

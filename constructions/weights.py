@@ -9,7 +9,12 @@ Positional embedding:
 
 * regime ``"T"`` (bounded PE, temperature scaled with n): ``pos = j/n``, ``rpos = (n+1−j)/n``;
 * regime ``"U"`` (unbounded PE, one fixed temperature): ``pos = j``, ``rpos = n+1−j``;
-  both are 0 at BOS.
+* regime ``"P"`` (THEORY §5 parity): regime U plus ``pos2 = j²`` and ``sgn = (−1)^j``;
+  all are 0 at BOS.  Selections in regime P are built and bounded exactly as in regime U.
+
+Counting nodes (uniform averages, comparators, parity heads; THEORY §5) are built by
+:mod:`softhard.constructions.counting`; every node with a clean-up (selections, comparators,
+parity heads) has a scratch coordinate ``raw:<node>``.
 
 Selection heads (one per ``select`` node; query i, key j, b = key bit, BOS = position 0):
 
@@ -30,11 +35,12 @@ from fractions import Fraction
 import networkx as nx
 import numpy as np
 
-from .compile import select_nodes
+from . import counting
+from .compile import cleaned_nodes, select_nodes
 from .errors import ParameterError
 from .model import MLP, Block, Head, Transformer
 
-REGIMES = ("T", "U")
+REGIMES = ("T", "U", "P")
 DEFAULT_BETA = Fraction(1, 4)
 DEFAULT_ETA = Fraction(1, 4)
 
@@ -42,7 +48,8 @@ DEFAULT_ETA = Fraction(1, 4)
 def check_regime(regime: str) -> str:
     """Return ``regime`` ("T" or "U"); raise :class:`ParameterError` otherwise."""
     if regime not in REGIMES:
-        raise ParameterError(f"regime must be 'T' (bounded PE, tau(n)) or 'U' (unbounded PE, fixed tau), got {regime!r}")
+        raise ParameterError(f"regime must be 'T' (bounded PE, tau(n)), 'U' (unbounded PE, fixed tau) or 'P' "
+                             f"(U plus j^2 and (-1)^j, for parity), got {regime!r}")
     return regime
 
 
@@ -88,22 +95,29 @@ def to_fraction(x, what: str = "value") -> Fraction:
     return v
 
 
-def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAULT_ETA) -> Transformer:
+def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAULT_ETA,
+                      eps_ln=0) -> Transformer:
     """Explicit transformer for the computation graph ``g`` (see module docstring).
 
-    ``regime``: "T" (PE j/n, temperature τ(n)) or "U" (PE j, fixed τ); ``beta`` (regime T tie-break
-    weight, 0 < β ≤ 1/4) and ``eta`` (clean-up margin, 0 < η < 1/2) as exact numbers.
+    ``regime``: "T" (PE j/n, temperature τ(n)), "U" (PE j, fixed τ) or "P" (U plus j², (−1)^j);
+    ``beta`` (regime T tie-break weight, 0 < β ≤ 1/4), ``eta`` (clean-up margin, 0 < η < 1/2) and
+    ``eps_ln`` (layer-norm ε ≥ 0 of ``ln`` comparators) as exact numbers.
 
-    Returns a :class:`Transformer` whose ``d = 4 + |nodes| + |selections|``; ``outputs`` is the root
-    node's coordinate; ``meta`` records regime, β, η and the graph.
-    Raises :class:`ParameterError` on bad parameters.  Implements THEORY §3–§4.
+    Returns a :class:`Transformer` whose ``d = 4 (+2 in regime P) + |nodes| + |cleaned nodes|``;
+    ``outputs`` is the root node's coordinate; ``meta`` records regime, β, η, ε_LN and the graph.
+    Raises :class:`ParameterError` on bad parameters or a counting node the regime cannot build.
+    Implements THEORY §3–§5.
     """
     check_regime(regime)
     beta = check_beta(beta)
     eta = check_eta(eta)
+    eps_ln = counting.check_eps_ln(eps_ln)
+    counting.check_graph(g, regime)
     nodes = list(nx.topological_sort(g))
     sels = select_nodes(g)
-    labels = ["bos", "one", "pos", "rpos"] + nodes + [f"raw:{v}" for v in sels]
+    cleaned = cleaned_nodes(g)
+    pe_extra = ["pos2", "sgn"] if regime == "P" else []
+    labels = ["bos", "one", "pos", "rpos"] + pe_extra + nodes + [f"raw:{v}" for v in cleaned]
     ix = {lab: k for k, lab in enumerate(labels)}
     d = len(labels)
     alphabet = tuple(g.graph["alphabet"])
@@ -130,7 +144,7 @@ def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, et
             P[1:, irpos] = (n + 1 - j) / n
             return P
         pe_name = "pos=j/n, rpos=(n+1-j)/n"
-    else:
+    elif regime == "U":
         def positional(n: int, _d=d) -> np.ndarray:
             P = np.zeros((n + 1, _d))
             j = np.arange(1, n + 1, dtype=np.float64)
@@ -138,6 +152,18 @@ def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, et
             P[1:, irpos] = n + 1 - j
             return P
         pe_name = "pos=j, rpos=n+1-j"
+    else:
+        ipos2, isgn = ix["pos2"], ix["sgn"]
+
+        def positional(n: int, _d=d) -> np.ndarray:
+            P = np.zeros((n + 1, _d))
+            j = np.arange(1, n + 1, dtype=np.float64)
+            P[1:, ipos] = j
+            P[1:, irpos] = n + 1 - j
+            P[1:, ipos2] = j * j
+            P[1:, isgn] = np.where(np.arange(1, n + 1) % 2 == 0, 1.0, -1.0)
+            return P
+        pe_name = "pos=j, rpos=n+1-j, pos2=j^2, sgn=(-1)^j"
 
     L = g.graph["layers"]
     blocks = [Block() for _ in range(L + 1)]
@@ -156,25 +182,32 @@ def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, et
             WK = np.zeros((d, 2)); WK[ix[key], 0] = 1.0; WK[ix["bos"], 0] += 1.0; WK[p, 1] = 1.0
         blocks[a["layer"]].heads.append(Head(name=v, W_Q=WQ, W_K=WK, W_V=WV, W_O=WO, mask=a["mask"],
                                              rule=a["rule"], node=v))
+    for layer, head in counting.counting_heads(g, ix, regime, beta):
+        blocks[layer].heads.append(head)
 
-    # MLPs: per block, per step: clean-ups (step 1) and gates
+    # MLPs: per block, per step: layer norms, then one MLP with the clean-ups and gates of the step
     e_f = float(eta)
     one = ix["one"]
+    cleanups = [counting.cleanup_spec(g, v) for v in cleaned]
     for layer in range(L + 1):
         steps = sorted({g.nodes[v]["step"] for v in nodes if g.nodes[v]["layer"] == layer and g.nodes[v]["kind"] == "ffn"}
-                       | ({1} if any(g.nodes[v]["layer"] == layer for v in sels) else set()))
+                       | {cu.step for cu in cleanups if g.nodes[cu.node]["layer"] == layer})
         for st in steps:
+            lns = [v for v in nodes if g.nodes[v]["kind"] == "layernorm" and g.nodes[v]["layer"] == layer
+                   and g.nodes[v]["step"] == st]
+            if lns:
+                blocks[layer].mlps.append(counting.layernorm_sublayer(g, lns, ix, eps_ln, f"block{layer}.ln{st}"))
             units: list[tuple[dict[int, float], int, float]] = []  # (input weights, output coord, out weight)
             names = []
-            if st == 1:
-                for v in sels:
-                    if g.nodes[v]["layer"] != layer:
-                        continue
-                    r, o = ix[f"raw:{v}"], ix[v]
-                    c = 1.0 / (1.0 - 2.0 * e_f)
-                    units.append(({r: 1.0, one: -e_f}, o, c))
-                    units.append(({r: 1.0, one: -(1.0 - e_f)}, o, -c))
-                    names.append(v)
+            for cu in cleanups:  # round_η(a·raw + b·one)
+                v = cu.node
+                if g.nodes[v]["layer"] != layer or cu.step != st:
+                    continue
+                r, o = ix[f"raw:{v}"], ix[v]
+                c = 1.0 / (1.0 - 2.0 * e_f)
+                units.append(({r: cu.a, one: cu.b - e_f}, o, c))
+                units.append(({r: cu.a, one: cu.b - (1.0 - e_f)}, o, -c))
+                names.append(v)
             for v in nodes:
                 a = g.nodes[v]
                 if a["kind"] != "ffn" or a["layer"] != layer or a["step"] != st:
@@ -207,6 +240,6 @@ def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, et
     model = Transformer(alphabet=alphabet, token_embedding=E, positional=positional, blocks=blocks,
                         labels=labels, outputs=[g.graph["root"]], positional_name=pe_name,
                         bounded=(regime == "T"),
-                        meta={"regime": regime, "beta": beta, "eta": eta, "graph": g})
+                        meta={"regime": regime, "beta": beta, "eta": eta, "eps_ln": eps_ln, "graph": g})
     model.validate()
     return model

@@ -48,6 +48,10 @@ def arb_eval(expr: sp.Expr, nval: flint.arb) -> flint.arb:
         b = arb_eval(expr.base, nval)
         k = int(expr.exp)
         return b**k if k >= 0 else 1 / (b ** (-k))
+    if expr.is_Pow and expr.exp.is_Rational and expr.exp.q == 2:  # powers of a square root
+        r = arb_eval(expr.base, nval).sqrt()  # NaN ball (never < eta) if the radicand may be < 0
+        k = int(expr.exp * 2)
+        return r**k if k >= 0 else 1 / (r ** (-k))
     if isinstance(expr, sp.exp):
         return _arb_exp(arb_eval(expr.args[0], nval))
     if isinstance(expr, (sp.Max, sp.Min)):

@@ -37,7 +37,9 @@ import sympy as sp
 
 from ..bounds.confirm import confirm
 from ..bounds.core import n as n_sym
+from ..bounds.core import tau as tau_sym
 from ..bounds.derive import NodeBound, latex
+from ..constructions.counting import adversarial_layernorm_words
 from ..constructions.errors import CertificateError, ParameterError
 from ..constructions.simulate import adversarial_words, all_words, random_words
 from .arbcheck import value_at
@@ -178,6 +180,7 @@ def numeric_families(c: Construction, n_max: int, inv_tau: float, *, exhaustive_
     adv: list = []
     for k in sorted({min(k, n_max) for k in adversarial_ns}):
         adv.extend(dict.fromkeys(adversarial_words(c.model, k, inv_tau).values()))
+        adv.extend(dict.fromkeys(adversarial_layernorm_words(c.model, k).values()))  # LN comparators
     fams = {"exhaustive": exh, "random": rnd, "adversarial": list(dict.fromkeys(adv))}
     return {k: v for k, v in fams.items() if v}
 
@@ -272,11 +275,14 @@ def precision_section(c: Construction, n_max: int, inv_tau: Fraction, all_n: boo
 
 def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None = None, find_tau: bool = False,
             all_n: bool | None = None, timeout_s: float = 20.0, numeric: bool = True, numeric_opts: dict | None = None,
-            progress: Callable[[str], None] | None = None) -> dict:
+            progress: Callable[[str], None] | None = None, tune: tuple[str, ...] = ()) -> dict:
     """Build a certificate for ``c`` on ``n ∈ [n_lo, n_max]`` (or all ``n ≥ n_lo`` in regime U).
 
     Exactly one of ``tau`` (an exact positive Fraction) and ``find_tau`` must be given.
-    ``all_n`` defaults to True in regime U (its bound is uniform in n) and False in regime T.
+    ``tune``: further parameters the search finds together with τ (``("eps_ln",)``: the largest
+    certifiable layer-norm ε; the construction is then rebuilt with it).
+    ``all_n`` defaults to True when every bound is uniform in n (regime U/P selections, the ``pe``
+    comparator; :attr:`Construction.uniform_in_n`) and False otherwise.
     Returns the certificate as a dict (see the schema); raises :class:`ParameterError` on bad input.
     """
     t_start = time.perf_counter()
@@ -287,15 +293,18 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
     if tau is not None and tau <= 0:
         raise ParameterError(f"tau must be > 0, got {tau}")
     if all_n is None:
-        all_n = c.regime == "U"
+        all_n = c.uniform_in_n
     say = progress or (lambda s: None)
     search = None
     if find_tau:
         say("searching for the largest certifiable tau")
-        search = _search(c, n_lo, n_max, all_n, timeout_s)
+        search = _search(c, n_lo, n_max, all_n, timeout_s, tune=("tau",) + tuple(tune))
         if search["inv_tau"] is None:
             raise CertificateError(f"--find-tau: {search['message']}")
         inv_tau = parse_frac(search["inv_tau"], "search")
+        if search.get("params"):  # e.g. ε_LN: rebuild the construction with the value found
+            c = rebuild(c.source, c.regime, {**c.params, **{k: parse_frac(v, "search") for k, v in
+                                                            search["params"].items()}})
     else:
         inv_tau = 1 / tau
     t_solve = time.perf_counter()
@@ -367,7 +376,7 @@ def _float64_margin(c: Construction, b, n_bind: int | None, lo: int) -> float:
     binding length (so a float64 run at the certified τ also stays within η), at least 1e-9."""
     from ..bounds.derive import required_inv_tau
     from ..constructions.simulate import leak_rounding_allowance
-    if c.kind != "formula" or c.regime not in ("T", "U"):
+    if c.kind != "formula" or c.regime not in ("T", "U") or b.kind != "selection" or str(b.parameter) != "tau":
         return 1e-9
     nb_ = n_bind if n_bind is not None else 10**6
     x = float(required_inv_tau(b.leak if n_bind is not None or b.all_n is None else b.all_n,
@@ -376,12 +385,19 @@ def _float64_margin(c: Construction, b, n_bind: int | None, lo: int) -> float:
     return max(1e-9, 10 * leak_rounding_allowance(scale, 2, max(x, 1e-9), nb_ + 1))
 
 
-def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: float) -> dict:
-    """Per distinct bound: certified 1/τ (Z3), tight numeric, closed form, generic gap lemma."""
-    from ..bounds.derive import evaluate, required_inv_tau
+def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: float,
+            tune: tuple[str, ...] = ("tau",)) -> dict:
+    """Per distinct bound whose parameter (τ, or ε_LN for a layer-norm comparator) is in ``tune``:
+    certified ``1/parameter`` (Z3), tight numeric, closed form, generic gap lemma.  The result's
+    ``inv_tau`` is the largest certified ``1/τ`` (1 if no node depends on τ: τ is then
+    irrelevant), ``params`` the other found parameters (``{"eps_ln": "p/q"}``)."""
+    from ..bounds.derive import evaluate, in_tau, required_inv_tau
     per = []
     for nb in c.distinct_bounds():
         b = nb.bound
+        pname = str(b.parameter)
+        if pname not in tune:
+            continue
         lo = max(n_lo, b.n_min)
         if not all_n and lo > n_max:
             continue
@@ -390,13 +406,15 @@ def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: floa
 
         def make(x, b=b, lo=lo, hi=hi, fixed=fixed, label=nb.node):
             s = dict(fixed)
-            s[sp.Symbol("tau", positive=True)] = sp.Rational(x.denominator, x.numerator)
+            s[b.parameter] = sp.Rational(x.denominator, x.numerator)
             expr = sp.sympify(b.leak).subs(s)
             tol = sp.sympify(b.tolerance).subs(s)
             return Claim(expr, Fraction(int(tol.p), int(tol.q)), lo, hi, label=label)
 
         def leak_at(k, b=b):
-            return b.all_n if (k is None and b.all_n is not None) else b.leak
+            if k is None and b.all_n is not None:
+                return b.all_n.subs(b.parameter, tau_sym)
+            return in_tau(b, c.params)
 
         n_bind = None if (all_n and b.all_n is not None) else (n_max if not all_n else max(lo, 2))
         margin = _float64_margin(c, b, n_bind, lo)
@@ -424,7 +442,7 @@ def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: floa
                    "inv_tau_certified_at_n": frac_str(cert_emp) if cert_emp is not None else None,
                    "ratio_certified_to_empirical": (float(cert_emp) / x_emp) if cert_emp is not None else None,
                    "method": "Illinois iteration on the head's own attaining key patterns (b ≡ 1, b ≡ 0)"}
-        per.append({"node": nb.node, "kind": b.kind,
+        per.append({"node": nb.node, "kind": b.kind, "parameter": pname,
                     "inv_tau_certified": frac_str(res.inv_tau) if res.inv_tau is not None else None,
                     "inv_tau_tight_numeric": float(res.tight), "inv_tau_closed_form": closed,
                     "inv_tau_generic_gap_lemma": generic, "empirical": emp, "rounds": res.rounds,
@@ -433,11 +451,20 @@ def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: floa
     if len(ok) < len(per):
         bad = [p for p in per if p["inv_tau_certified"] is None]
         return {"inv_tau": None, "per_bound": per, "message": "; ".join(f"{p['node']}: {p['message']}" for p in bad)}
-    best = max((parse_frac(p["inv_tau_certified"], "search") for p in ok), default=Fraction(1))
-    return {"inv_tau": frac_str(best), "tau": frac_str(1 / best), "per_bound": per,
-            "method": ("numeric tight requirement (mpmath) + a relative margin of 10x the float64 rounding "
-                       "allowance (at least 1e-9), rounded up to 12 digits, proved by Z3"),
-            "message": ""}
+    taus = [parse_frac(p["inv_tau_certified"], "search") for p in ok if p["parameter"] == "tau"]
+    best = max(taus, default=Fraction(1))
+    params = {}
+    for name in dict.fromkeys(p["parameter"] for p in ok if p["parameter"] != "tau"):
+        inv = max(parse_frac(p["inv_tau_certified"], "search") for p in ok if p["parameter"] == name)
+        params[name] = frac_str(1 / inv)
+    out = {"inv_tau": frac_str(best), "tau": frac_str(1 / best), "per_bound": per,
+           "method": ("numeric tight requirement (mpmath) + a relative margin of 10x the float64 rounding "
+                      "allowance (at least 1e-9), rounded up to 12 digits, proved by Z3"),
+           "message": "" if taus else "no node depends on tau: tau = 1 is arbitrary (every node is exact for "
+                                      "every tau or depends only on other parameters)"}
+    if params:
+        out["params"] = params
+    return out
 
 
 # --------------------------------------------------------------------------------------------

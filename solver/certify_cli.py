@@ -7,7 +7,6 @@ import sys
 from fractions import Fraction
 
 from ..constructions.errors import ParameterError
-from ..constructions.weights import to_fraction
 
 #: certified when ``softhard certify`` is given no formula (Tomita 4: binary words without 000)
 DEFAULT_EXAMPLE = """\
@@ -62,7 +61,6 @@ def register(sub, common, positive_int, tau_type) -> None:
 def cmd_certify(args) -> int:
     from ..constructions.parse import load_spec, parse_spec
     from .certificate import certify, write_certificate
-    from .pipeline import build
 
     if args.timeout <= 0:
         raise ParameterError(f"--timeout must be > 0, got {args.timeout}")
@@ -74,7 +72,10 @@ def cmd_certify(args) -> int:
         spec = parse_spec(DEFAULT_EXAMPLE, source="<embedded tomita4>")
     else:
         spec = load_spec(args.formula, alphabet=args.alphabet)
-    c = build(spec, args.regime, beta=to_fraction(args.beta, "--beta"), eta=to_fraction(args.eta, "--eta"))
+    from .cli import _construction, _eps_ln
+    c = _construction(args, spec)
+    # --find-tau also finds the largest certifiable layer-norm epsilon unless --eps-ln fixes it
+    tune = ("eps_ln",) if args.find_tau and _eps_ln(args) is None and "eps_ln" in c.params else ()
     if args.output:  # fail before the work if the output cannot be written
         from pathlib import Path
         out = Path(args.output)
@@ -87,7 +88,7 @@ def cmd_certify(args) -> int:
     with err.status("certifying", spinner="dots") as st:
         cert = certify(c, n_max=args.n_max, n_lo=args.n_min, tau=args.tau, find_tau=args.find_tau,
                        all_n=False if args.range_only else None, timeout_s=args.timeout, numeric=not args.no_numeric,
-                       progress=lambda s: st.update(s) if not args.json else None)
+                       progress=lambda s: st.update(s) if not args.json else None, tune=tune)
     if args.output:
         write_certificate(cert, args.output, force=args.force)
     if args.json:
@@ -130,9 +131,12 @@ def _print_certificate(cert: dict, path) -> None:
                   (f"{num['ratio']:.4f}" if num else "-"))
     con.print(t)
     if cert["search"]:
-        con.print("[bold]temperature search[/bold] (1/tau needed at n_max):")
+        con.print("[bold]parameter search[/bold] (1/parameter needed at n_max):")
+        if cert["search"].get("message"):
+            con.print(f"  {cert['search']['message']}")
         for p in cert["search"]["per_bound"]:
-            con.print(f"  {p['node']}: certified {float(Fraction(p['inv_tau_certified'])):.10g}"
+            con.print(f"  {p['node']}: 1/{p.get('parameter', 'tau')} certified "
+                      f"{float(Fraction(p['inv_tau_certified'])):.10g}"
                       f"  tight numeric {p['inv_tau_tight_numeric']:.10g}"
                       f"  closed form {_fmt(p['inv_tau_closed_form']) if p['inv_tau_closed_form'] else '-'}"
                       f"  gap lemma {_fmt(p['inv_tau_generic_gap_lemma']) if p['inv_tau_generic_gap_lemma'] else '-'}")

@@ -53,14 +53,23 @@ def _tau(s: str) -> Fraction:
 def _common(p: argparse.ArgumentParser, n_max: bool = False):
     p.add_argument("formula", metavar="FORMULA_OR_FILE",
                    help="an inline formula (e.g. 'a S b') or a .ltl file declaring alphabet and formula")
-    p.add_argument("--regime", choices=["T", "U"], default="T",
+    p.add_argument("--regime", choices=["T", "U", "P"], default="T",
                    help="T: bounded PE j/n, temperature tau(n) shrinking with n; U: unbounded PE j, one fixed "
-                        "tau (THEORY §1, §4). Default T")
+                        "tau (THEORY §1, §4); P: U plus j^2 and (-1)^j, needed by even()/odd() (THEORY §5). "
+                        "Default T")
     p.add_argument("--alphabet", default=None,
                    help="alphabet of an inline formula: a string of one-character symbols (default: the "
                         "symbols the formula mentions)")
     p.add_argument("--eta", default="1/4", help="clean-up margin eta in (0, 1/2), exact (e.g. 1/4); default 1/4")
     p.add_argument("--beta", default="1/4", help="regime T tie-break weight, 0 < beta <= 1/4; default 1/4")
+    p.add_argument("--comparator", choices=["ln", "head", "pe"], default=None,
+                   help="how count comparisons are built (THEORY §5): ln = layer norm of [F, -F] (exact at "
+                        "eps_ln = 0), head = temperature-scaled comparator head (1/tau = Theta(n)), pe = "
+                        "unbounded-PE comparator head (regimes U, P: one tau for all n). Default: pe in regimes "
+                        "U and P, head in regime T")
+    p.add_argument("--eps-ln", default=None,
+                   help="layer-norm epsilon >= 0 of the ln comparator, exact (e.g. 1e-12). Default 0 (exact); "
+                        "certify --find-tau searches the largest certifiable value when this is not given")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of tables")
 
 
@@ -120,10 +129,22 @@ def _load(args):
     return load_spec(args.formula, alphabet=args.alphabet)
 
 
-def _construction(args):
+def _eps_ln(args):
+    """``--eps-ln`` as an exact Fraction ≥ 0, or None (not given)."""
+    if args.eps_ln is None:
+        return None
+    from ..constructions.counting import check_eps_ln
+    try:
+        return check_eps_ln(to_fraction(args.eps_ln, "--eps-ln"))
+    except ParameterError as e:
+        raise ParameterError(f"--eps-ln: {e}") from None
+
+
+def _construction(args, spec=None):
     from .pipeline import build
-    spec = _load(args)
-    return build(spec, args.regime, beta=to_fraction(args.beta, "--beta"), eta=to_fraction(args.eta, "--eta"))
+    spec = spec or _load(args)
+    return build(spec, args.regime, beta=to_fraction(args.beta, "--beta"), eta=to_fraction(args.eta, "--eta"),
+                 comparator=args.comparator, eps_ln=_eps_ln(args))
 
 
 def _fmt(x: float, digits: int = 6) -> str:
@@ -140,6 +161,7 @@ def _console():
 
 
 def cmd_run(args) -> int:
+    from ..constructions.counting import layernorm_errors
     from ..constructions.model import forward
     from ..constructions.parse import tokenize
     from ..constructions.semantics import truth
@@ -159,21 +181,24 @@ def cmd_run(args) -> int:
     at = c.spec.at
     k = n - 1 if at == "last" else 0
     heads = list(c.bounds)
+    errors = {h: soft.heads[h].leak for h in heads if h in soft.heads}
+    errors.update(layernorm_errors(m, soft.x))  # LN comparators are not heads (THEORY §5 (a))
     rows = []
     for p in range(n):
         rows.append({
             "position": p + 1, "symbol": word[p], "reference": int(ref[p]),
             "hard": float(hard.x[0, p + 1, root]), "soft": float(soft.x[0, p + 1, root]),
-            "raw": {h: float(soft.heads[h].soft[0, p + 1, 0]) for h in heads},
+            "raw": {h: float(soft.x[0, p + 1, m.index(f"raw:{h}")]) for h in heads},
         })
     leaks = {}
     for h in heads:
-        obs = float(np.max(soft.heads[h].leak[0, 1:]))
+        obs = float(np.max(errors[h][0, 1:]))
         bd = float(c.bounds[h].value(n, Fraction(inv_tau), c.beta, c.eta))
         leaks[h] = {"observed_leak": obs, "bound": bd, "within_eta": bd <= float(c.eta)}
     result = {
         "formula": str(c.spec.formula), "alphabet": list(c.spec.alphabet), "word": word, "n": n,
         "regime": c.regime, "beta": str(c.beta), "eta": str(c.eta), "inv_tau": inv_tau, "tau": 1 / inv_tau,
+        "comparator": c.source.get("comparator"), "eps_ln": str(c.params["eps_ln"]) if "eps_ln" in c.params else None,
         "tau_source": "--tau" if args.tau is not None else "closed form 1/tau*(n, eta)",
         "judged_at": at, "positions": rows,
         "accepted": {"reference": bool(ref[k]), "hard": bool(hard.x[0, k + 1, root] > 0.5),
@@ -201,7 +226,7 @@ def cmd_run(args) -> int:
               f"hard {'accepts' if acc['hard'] else 'rejects'}, soft {'accepts' if acc['soft'] else 'rejects'}")
     for h, v in leaks.items():
         flag = "" if v["within_eta"] else "  [red](bound exceeds eta: exactness not guaranteed)[/red]"
-        con.print(f"  head {h}: max leak {_fmt(v['observed_leak'])} <= bound {_fmt(v['bound'])}{flag}")
+        con.print(f"  node {h}: max error {_fmt(v['observed_leak'])} <= bound {_fmt(v['bound'])}{flag}")
     return EXIT_OK
 
 
@@ -209,7 +234,7 @@ def cmd_bound(args) -> int:
     import sympy as sp
     from ..bounds import selection as S
     from ..bounds.core import asymptotic_order
-    from ..bounds.derive import evaluate, latex, required_inv_tau
+    from ..bounds.derive import evaluate, in_tau, latex, required_inv_tau
 
     c = _construction(args)
     nmax = args.n_max
@@ -219,42 +244,53 @@ def cmd_bound(args) -> int:
     for v, nb in c.bounds.items():
         b = nb.bound
         order, const = asymptotic_order(sp.simplify(b.inv_tau_star.subs(subs)))
-        gorder, _ = asymptotic_order(b.inv_tau_star_generic.subs(subs))
-        req = float(required_inv_tau(b.leak, n_value=nmax, eta_value=c.eta, beta_value=c.beta)) if nmax >= b.n_min else 0.0
-        gen = float(required_inv_tau(b.generic, n_value=nmax, eta_value=c.eta, beta_value=c.beta)) if nmax >= 2 else 0.0
+        gen_star = b.inv_tau_star_generic
+        gorder = asymptotic_order(gen_star.subs(subs))[0] if gen_star is not None else None
+        req = (float(required_inv_tau(in_tau(b, c.params), n_value=nmax, eta_value=c.eta, beta_value=c.beta))
+               if nmax >= b.n_min else 0.0)
+        gen = (float(required_inv_tau(b.generic, n_value=nmax, eta_value=c.eta, beta_value=c.beta))
+               if nmax >= 2 and b.generic is not None else None)
         closed = float(evaluate(b.inv_tau_star, n_value=max(nmax, b.n_min), inv_tau=1, beta_value=c.beta,
                                 eta_value=c.eta))
         nodes.append({
-            "node": v, "operator": nb.operator, "layer": nb.layer, "key_const": b.key_const,
+            "node": v, "operator": nb.operator, "layer": nb.layer, "kind": b.kind, "key_const": b.key_const,
+            "parameter": str(b.parameter),
             "leak_bound": str(b.leak), "leak_bound_latex": latex(b.leak),
             "all_n_bound": None if b.all_n is None else str(b.all_n),
-            "generic_bound": str(b.generic), "gap": str(b.gap),
+            "generic_bound": None if b.generic is None else str(b.generic), "gap": str(b.gap),
             "inv_tau_required": req, "inv_tau_closed_form": closed, "inv_tau_generic": gen,
             "closed_form": str(b.inv_tau_star), "closed_form_latex": latex(b.inv_tau_star),
             "order": order, "order_constant": str(const), "generic_order": gorder,
-            "attained_by": b.attained_by, "valid_for_n_ge": b.n_min,
+            "attained_by": b.attained_by, "valid_for_n_ge": b.n_min, "source": b.source,
         })
+    required = {}
+    for x in nodes:
+        required[x["parameter"]] = max(required.get(x["parameter"], 0.0), x["inv_tau_required"])
     result = {"formula": str(c.spec.formula), "alphabet": list(c.spec.alphabet), "regime": c.regime,
               "beta": str(c.beta), "eta": str(c.eta), "n_max": nmax, "nodes": nodes,
-              "composed": "every node's leak <= eta  =>  every clean-up round_eta is exact  =>  "
+              "comparator": c.source.get("comparator"),
+              "composed": "every node's error <= eta  =>  every clean-up round_eta is exact  =>  "
                           "soft output == hard output (THEORY §3)",
-              "inv_tau_required_all_nodes": max([x["inv_tau_required"] for x in nodes], default=0.0)}
+              "inv_tau_required_all_nodes": required.get("tau", 0.0),
+              "inv_required_by_parameter": required}
     if args.json:
         print(json.dumps(result, indent=2))
         return EXIT_OK
     con = _console()
     from rich.table import Table
-    con.print(f"[bold]{c.spec.formula}[/bold]  regime {c.regime}, beta = {c.beta}, eta = {c.eta}, n_max = {nmax}")
+    con.print(f"[bold]{c.spec.formula}[/bold]  regime {c.regime}, beta = {c.beta}, eta = {c.eta}, n_max = {nmax}"
+              + (f", comparator {result['comparator']}" if result["comparator"] else ""))
     if not nodes:
         con.print("no attention nodes: the formula is computed exactly by the embedding and ReLU gates")
         return EXIT_OK
     t = Table(show_header=True, header_style="bold")
-    for col in ("node", "op", "layer", f"1/tau needed at n={nmax} (tight)", "closed form", "gap lemma", "order",
-                "gap-lemma order"):
+    for col in ("node", "op", "layer", "param p", f"1/p needed at n={nmax} (tight)", "closed form", "gap lemma",
+                "order", "gap-lemma order"):
         t.add_column(col, justify="right" if col not in ("node",) else "left", overflow="fold")
     for x in nodes:
-        t.add_row(x["node"], x["operator"], str(x["layer"]), _fmt(x["inv_tau_required"], 8),
-                  _fmt(x["inv_tau_closed_form"], 8), _fmt(x["inv_tau_generic"], 8), x["order"], x["generic_order"])
+        t.add_row(x["node"], x["operator"], str(x["layer"]), x["parameter"], _fmt(x["inv_tau_required"], 8),
+                  _fmt(x["inv_tau_closed_form"], 8), _fmt(x["inv_tau_generic"], 8) if x["inv_tau_generic"] else "-",
+                  x["order"], x["generic_order"] or "-")
     con.print(t)
     shown = set()
     for x in nodes:
@@ -262,10 +298,10 @@ def cmd_bound(args) -> int:
         if key in shown:
             continue
         shown.add(key)
-        kind = "key ≡ 1 (Y/X)" if x["key_const"] else "general key"
-        con.print(f"\n[bold]leak bound ({kind})[/bold], attained by {x['attained_by']}:")
+        kind = {"selection": "key ≡ 1 (Y/X)" if x["key_const"] else "general key"}.get(x["kind"], x["kind"])
+        con.print(f"\n[bold]error bound ({kind})[/bold], attained by {x['attained_by']}:")
         con.print(x["leak_bound_latex"] if args.latex else key)
-        con.print("[bold]closed-form 1/tau*(n, eta)[/bold]:")
+        con.print(f"[bold]closed-form 1/{x['parameter']}*(n, eta)[/bold]:")
         con.print(x["closed_form_latex"] if args.latex else x["closed_form"])
         if x["all_n_bound"]:
             con.print(f"[bold]bound for all n[/bold]: {x['all_n_bound']}")
@@ -275,6 +311,7 @@ def cmd_bound(args) -> int:
 
 def cmd_confirm(args) -> int:
     from ..bounds.confirm import confirm
+    from ..constructions.counting import adversarial_layernorm_words
     from ..constructions.simulate import adversarial_words, all_words, random_words
 
     c = _construction(args)
@@ -286,7 +323,7 @@ def cmd_confirm(args) -> int:
         # the temperature at which every bound is η·(1 − 10⁻⁶): exactly at η a float leak can land a
         # rounding error above η, leaving a clean-up inexact (and the next keys non-Boolean)
         margin = 1 + 1e-6
-        inv_tau = lambda k: max(float(c.inv_tau_required(k if c.regime == "T" else 10**12)) * margin, 1e-6)  # noqa: E731
+        inv_tau = lambda k: max(float(c.inv_tau_required(10**12 if c.uniform_in_n else k)) * margin, 1e-6)  # noqa: E731
     alph = c.spec.alphabet
     exh = []
     for k in range(1, max(args.exhaustive_len, 0) + 1):
@@ -297,6 +334,7 @@ def cmd_confirm(args) -> int:
     adv = []
     for k in adv_ns:
         adv.extend(dict.fromkeys(adversarial_words(m, k, inv_tau(k)).values()))
+        adv.extend(dict.fromkeys(adversarial_layernorm_words(m, k).values()))  # LN comparators
     fams = {"exhaustive": exh, "random": random_words(alph, args.random, args.n_max, seed=args.seed),
             "adversarial": adv}
     fams = {k: v for k, v in fams.items() if v}

@@ -16,8 +16,13 @@ those above ``2^CLAMP_BITS`` keep only their lower bound: both are sound and kee
 small.  The bounds of :mod:`softhard.bounds.selection` are written with nonpositive exponents so
 that this loses nothing that matters.
 
+Square roots (the layer-norm comparator's bound, THEORY §5 (a)) are algebraic, so they are
+encoded exactly: each ``sqrt(h(n))`` becomes a fresh real ``R_k`` with ``R_k ≥ 0 ∧ R_k² = h(n)``;
+``h`` must be provably ≥ 0 on the box (else :class:`SolverError`: an impossible ``R_k² = h < 0``
+would make the query vacuously unsatisfiable).
+
 Only exact rationals reach Z3 (``z3.Q``); a SymPy ``Float`` or any function other than ``exp``,
-``Max`` and ``Min`` raises :class:`SolverError`.
+``sqrt``, ``Max`` and ``Min`` raises :class:`SolverError`.
 """
 
 from __future__ import annotations
@@ -86,6 +91,13 @@ def iv_eval(expr: sp.Expr, n_box):
         base = iv_eval(expr.base, n_box)
         k = int(expr.exp)
         return base**k if k >= 0 else 1 / (base ** (-k))
+    if _is_sqrt_power(expr):
+        base = iv_eval(expr.base, n_box)
+        if _ends(base)[0] is None or _ends(base)[0] < 0:
+            raise SolverError(f"cannot show the radicand of {expr} is >= 0 on the box")
+        k = int(expr.exp * 2)
+        r = iv.sqrt(base)
+        return r**k if k >= 0 else 1 / (r ** (-k))
     if isinstance(expr, sp.exp):
         return _iv_exp(iv_eval(expr.args[0], n_box))
     if isinstance(expr, (sp.Max, sp.Min)):
@@ -107,6 +119,11 @@ def iv_eval(expr: sp.Expr, n_box):
         hi = pick(vals, key=hi_key).b
         return iv.mpf([lo, hi])
     raise SolverError(f"cannot enclose {type(expr).__name__} term {expr} soundly")
+
+
+def _is_sqrt_power(e: sp.Expr) -> bool:
+    """``h**(k/2)`` with ``k`` odd: a (negative) power of a square root."""
+    return bool(e.is_Pow and e.exp.is_Rational and not e.exp.is_Integer and e.exp.q == 2)
 
 
 _EXP_CUT = 2 * CLAMP_BITS  # |argument| beyond which exp is not evaluated (ln 2 < 1, so e^{-1024} < 2^{-512})
@@ -193,6 +210,15 @@ class _Translator:
         self.ctx = nvar.ctx
         self.atoms = atoms
         self.nonzero: list[z3.ArithRef] = []
+        self.roots: dict[sp.Expr, z3.ArithRef] = {}  # radicand -> R with R >= 0, R^2 = radicand
+        self.root_defs: list = []
+
+    def _root(self, radicand: sp.Expr) -> z3.ArithRef:
+        if radicand not in self.roots:
+            r = z3.Real(f"R{len(self.roots)}", self.ctx)
+            self.roots[radicand] = r
+            self.root_defs += [r >= 0, r * r == self(radicand)]
+        return self.roots[radicand]
 
     def __call__(self, e: sp.Expr) -> z3.ArithRef:
         if e in self.atoms:
@@ -218,6 +244,14 @@ class _Translator:
             bot = den[0] if len(den) == 1 else z3.Product(den)
             self.nonzero.append(bot)
             return top / bot
+        if _is_sqrt_power(e):
+            k = int(e.exp * 2)
+            r = self._root(e.base)
+            if k >= 0:
+                return r**k if k != 1 else r
+            d = r ** (-k) if k != -1 else r
+            self.nonzero.append(d)
+            return 1 / d
         if e.is_Pow and e.exp.is_Integer:
             k = int(e.exp)
             b = self(e.base)
@@ -248,6 +282,11 @@ class Query:
     prec: int
 
 
+def _sqrt_radicands(expr: sp.Expr) -> list[sp.Expr]:
+    return sorted({a.base for a in sp.preorder_traversal(expr) if isinstance(a, sp.Expr) and _is_sqrt_power(a)},
+                  key=sp.srepr)
+
+
 def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: int = 128) -> Query:
     """The negated claim ``∃ n ∈ [lo, hi]: expr(n) > eta`` with exp atoms enclosed (module doc).
 
@@ -276,8 +315,19 @@ def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: 
         if U is not None:
             s.add(v <= q(U, ctx))
         atoms.append(Atom(name=f"E{k}", expr=a, lower=L, upper=U))
+    for root in _sqrt_radicands(expr):  # sound only if every radicand is >= 0 on the box
+        old = iv.prec
+        iv.prec = prec
+        try:
+            lo_r = _ends(iv_eval(root, n_interval(lo, hi)))[0]
+        finally:
+            iv.prec = old
+        if lo_r is None or lo_r < 0:
+            raise SolverError(f"cannot show the radicand {root} is >= 0 for n in [{lo}, {hi}]")
     tr = _Translator(nvar, amap)
     body = tr(expr)
+    for c in tr.root_defs:
+        s.add(c)
     for d in tr.nonzero:
         s.add(d != 0)
     s.add(body > q(Fraction(eta), ctx))

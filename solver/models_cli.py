@@ -397,7 +397,7 @@ def cmd_hahn(args) -> int:
     else:
         from ..constructions.parse import load_spec
         spec_f = load_spec(args.formula, alphabet=args.alphabet)
-        c = build(spec_f, "T", beta=to_fraction(args.beta, "--beta"), eta=eta)
+        c = build(spec_f, "T", beta=to_fraction(args.beta, "--beta"), eta=eta, comparator=args.comparator)
         doc = export_transformer(c.model, name=f"{spec_f.name} (regime T construction)", at=spec_f.at)
         hm = parse_model(doc, path="<regime T construction>").canonical()
         name = doc["name"]

@@ -16,8 +16,9 @@ import networkx as nx
 import sympy as sp
 
 from ..bounds.core import tau
-from ..bounds.derive import NodeBound, derive, evaluate, required_inv_tau
-from ..constructions.compile import compile_formula
+from ..bounds.derive import NodeBound, derive, evaluate, in_tau, required_inv_tau
+from ..constructions.compile import check_comparator, compile_formula
+from ..constructions.counting import check_eps_ln
 from ..constructions.errors import CertificateError
 from ..constructions.model import Transformer
 from ..constructions.parse import FormulaSpec, parse_formula
@@ -29,9 +30,9 @@ class Construction:
     """A construction ready for bounds, proofs and numeric runs.
 
     * ``kind``/``source``: how to rebuild it (JSON-serialisable; see :data:`SOURCES`);
-    * ``title``: one line for humans; ``regime``: "T" or "U" (or a kind-specific label);
-    * ``params``: exact fixed parameters by symbol name (``beta``, ``eta``, …); the temperature
-      ``tau`` is chosen per run or per certificate;
+    * ``title``: one line for humans; ``regime``: "T", "U", "P" (or a kind-specific label);
+    * ``params``: exact fixed parameters by symbol name (``beta``, ``eta``, ``eps_ln`` for a
+      layer-norm comparator, …); the temperature ``tau`` is chosen per run or per certificate;
     * ``graph``, ``model``, ``bounds``: the computation graph, explicit transformer, node bounds;
     * ``spec``: the formula spec, for formula constructions.
     """
@@ -69,12 +70,23 @@ class Construction:
             seen.setdefault(nb.leak, nb)
         return list(seen.values())
 
+    def tau_bounds(self) -> list[NodeBound]:
+        """The distinct bounds whose search parameter is τ (not, e.g., ε_LN)."""
+        return [nb for nb in self.distinct_bounds() if nb.bound.parameter == tau]
+
+    @property
+    def uniform_in_n(self) -> bool:
+        """True when every bound has an n-independent form (one τ for all lengths: regime U/P
+        selections, the ``pe`` comparator), so ``all_n`` certificates make sense."""
+        return self.regime in ("U", "P") and all(nb.bound.all_n is not None for nb in self.distinct_bounds())
+
     def inv_tau_closed_form(self, n: int) -> mpmath.mpf:
-        """Closed-form sufficient ``1/τ*(n, η)`` (max over nodes); regime U: independent of n."""
+        """Closed-form sufficient ``1/τ*(n, η)`` (max over τ-dependent nodes); independent of n
+        when :attr:`uniform_in_n`."""
         key = ("closed", n)
         if key not in self._cache:
             vals = [mpmath.mpf(0)]
-            for nb in self.distinct_bounds():
+            for nb in self.tau_bounds():
                 if n < nb.bound.n_min or nb.bound.inv_tau_star is None:
                     continue
                 vals.append(evaluate(nb.bound.inv_tau_star, n_value=n, inv_tau=1, beta_value=self.beta,
@@ -87,35 +99,59 @@ class Construction:
         key = ("req", n)
         if key not in self._cache:
             vals = [mpmath.mpf(0)]
-            for nb in self.distinct_bounds():
+            for nb in self.tau_bounds():
                 if n < nb.bound.n_min:
                     continue
-                vals.append(required_inv_tau(nb.leak, n_value=n, eta_value=self.eta, beta_value=self.beta))
+                vals.append(required_inv_tau(in_tau(nb.bound, self.params), n_value=n, eta_value=self.eta,
+                                             beta_value=self.beta))
             self._cache[key] = max(vals)
         return self._cache[key]
 
     def default_inv_tau(self, n: int) -> float:
         """The inverse temperature ``run`` uses without ``--tau``: the closed form 1/τ*(n, η)
-        (regime T: at the word's length; regime U: one value for all n)."""
-        v = self.inv_tau_closed_form(n if self.regime == "T" else 2)
+        (at the word's length; one value for all n when :attr:`uniform_in_n`)."""
+        v = self.inv_tau_closed_form(2 if self.uniform_in_n else n)
         return float(v) if v > 0 else 1.0
 
 
-def build(spec: FormulaSpec, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAULT_ETA) -> Construction:
-    """Compile a formula ``spec`` and build its transformer and bounds in ``regime`` ("T" or "U").
+def default_comparator(regime: str) -> str:
+    """The comparator used when none is given: ``pe`` with unbounded PE (regimes U, P: one τ for
+    all n), ``head`` with bounded PE (regime T)."""
+    return "pe" if regime in ("U", "P") else "head"
 
-    Raises :class:`ParameterError` for a bad regime, β or η and :class:`FormulaError` for a formula
-    the construction does not support.  Implements THEORY §3–§4 via constructions and bounds.
+
+def build(spec: FormulaSpec, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAULT_ETA, comparator: str | None = None,
+          eps_ln=None) -> Construction:
+    """Compile a formula ``spec`` and build its transformer and bounds in ``regime`` ("T", "U" or "P").
+
+    ``comparator`` (``ln`` | ``head`` | ``pe``; default :func:`default_comparator`) is how count
+    comparisons are built, ``eps_ln`` (exact, ≥ 0, default 0 = exact LN) the layer-norm ε of the
+    ``ln`` comparator; both are recorded in ``source``/``params`` only when the formula has a
+    comparison (so ``verify`` re-derives the same construction).
+
+    Raises :class:`ParameterError` for a bad regime, β, η, comparator or ε_LN, or a counting node
+    the regime cannot build (parity needs P, ``pe`` needs U or P), and :class:`FormulaError` for a
+    formula the construction does not support.  Implements THEORY §3–§5 via constructions and bounds.
     """
     check_regime(regime)
     beta, eta = check_beta(beta), check_eta(eta)
-    g = compile_formula(spec.formula, spec.alphabet, at=spec.at)
-    model = build_transformer(g, regime, beta=beta, eta=eta)
+    comparator = check_comparator(comparator if comparator is not None else default_comparator(regime))
+    eps = check_eps_ln(0 if eps_ln is None else eps_ln)
+    g = compile_formula(spec.formula, spec.alphabet, at=spec.at, comparator=comparator)
+    model = build_transformer(g, regime, beta=beta, eta=eta, eps_ln=eps)
     source = {"kind": "formula", "formula": str(spec.formula), "alphabet": list(spec.alphabet), "at": spec.at,
               "name": spec.name, "description": spec.description, "file": spec.source}
+    params = {"beta": beta, "eta": eta}
+    if any(a["op"] == "compare" for _, a in g.nodes(data=True)):
+        source["comparator"] = comparator
+        if comparator == "ln":
+            params["eps_ln"] = eps
+    bounds = derive(g, regime)
+    for nb in bounds.values():
+        nb.fixed = {k: v for k, v in params.items() if k not in ("beta", "eta")}
     return Construction(kind="formula", source=source, title=f"{spec.name}: {spec.formula}" if spec.name and
                         spec.name != str(spec.formula) else str(spec.formula), regime=regime,
-                        params={"beta": beta, "eta": eta}, graph=g, model=model, bounds=derive(g, regime), spec=spec)
+                        params=params, graph=g, model=model, bounds=bounds, spec=spec)
 
 
 def _rebuild_formula(source: dict, regime: str, params: dict[str, Fraction]) -> Construction:
@@ -126,7 +162,8 @@ def _rebuild_formula(source: dict, regime: str, params: dict[str, Fraction]) -> 
                            source=source.get("file") or "<certificate>")
     except KeyError as e:
         raise CertificateError(f"source.{e.args[0]}: missing") from None
-    return build(spec, regime, beta=params.get("beta", DEFAULT_BETA), eta=params["eta"])
+    return build(spec, regime, beta=params.get("beta", DEFAULT_BETA), eta=params["eta"],
+                 comparator=source.get("comparator"), eps_ln=params.get("eps_ln"))
 
 
 def _rebuild_model(source: dict, regime: str, params: dict[str, Fraction]) -> Construction:

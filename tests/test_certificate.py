@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from softhard.constructions.ast import operators
 from softhard.constructions.errors import ParameterError
 from softhard.constructions.parse import load_spec
 from softhard.solver.certificate import (certify, compute_hashes, load_certificate, schema, verify_certificate,
@@ -29,8 +30,12 @@ def t4():
     return certify(c, n_max=10**6, find_tau=True, numeric_opts=FAST)
 
 
-@pytest.mark.parametrize("regime", ["T", "U"])
-@pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLES.glob("*.ltl")))
+def _regimes(name: str) -> tuple[str, ...]:
+    """T and U; parity tests (even/odd) need the PE (j, j², (−1)^j) of regime P (THEORY §5)."""
+    return ("P",) if "%" in operators(load_spec(str(EXAMPLES / f"{name}.ltl")).formula) else ("T", "U")
+
+
+@pytest.mark.parametrize("name,regime", [(p.stem, r) for p in sorted(EXAMPLES.glob("*.ltl")) for r in _regimes(p.stem)])
 def test_every_example_is_certified_and_verified(name, regime):
     c = build(load_spec(str(EXAMPLES / f"{name}.ltl")), regime)
     cert = certify(c, n_max=10**4, find_tau=True, numeric_opts=FAST)

@@ -376,7 +376,8 @@ def test_load_spec_file(tmp_path: Path) -> None:
 
 def test_load_spec_examples_exist() -> None:
     names = sorted(p.stem for p in EXAMPLES.glob("*.ltl"))
-    assert names == ["a_then_b", "aba", "dyck1_depth2", "tomita1", "tomita2", "tomita4", "tomita7"]
+    assert names == ["a_then_b", "aba", "anbn", "dyck1", "dyck1_depth2", "majority", "parity", "tomita1", "tomita2",
+                     "tomita4", "tomita5", "tomita7"]
     for p in EXAMPLES.glob("*.ltl"):
         spec = load_spec(str(p))
         assert spec.name == p.stem and spec.description
