@@ -74,9 +74,9 @@ class Confirmation:
             out[node] = {
                 "inputs": sum(c.inputs for c in cs),
                 "worst_observed": w.observed, "bound_there": w.bound, "ratio": w.ratio,
-                "n": w.n, "family": w.family, "word": w.word, "row": w.row,
+                "at_n": w.n, "family": w.family, "word": w.word, "row": w.row,
                 "violations": sum(not c.ok for c in cs),
-                "max_tightness_by_family": {f: max(c.ratio for c in cs if c.family == f)
+                "max_ratio_by_family": {f: max(c.ratio for c in cs if c.family == f)
                                             for f in dict.fromkeys(c.family for c in cs)},
             }
         return out

@@ -40,3 +40,9 @@ class CertificateError(SofthardError):
 
 class SolverError(SofthardError):
     """The solver stage cannot encode a claim soundly (e.g. a transcendental term reached Z3)."""
+
+
+class SearchFailed(SofthardError):
+    """A parameter search found nothing it could prove (not bad input: the CLI exits 1)."""
+
+    exit_code = 1

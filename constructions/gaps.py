@@ -371,7 +371,7 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
     rep = GapReport(method="searched", n_max=n_max, alphabet_size=k, words=agg.words, lengths=grid + long,
                     heads=agg.heads, outputs=agg.outputs, seed=seed)
     total = count_words(k, n_max)
-    tot = str(total) if total < 10**12 else f"about 10^{len(str(total)) - 1}"
+    tot = str(total) if total < 10**12 else f"about 10^{int(total.bit_length() * 0.30102999566398)}"
     rep.notes.append(f"searched {agg.words} of {tot} words (periodic, random, local search); "
                      "the minimum found is exact for these inputs but NOT proved for all inputs")
     if top < n_max:

@@ -546,7 +546,8 @@ def load_spec(path_or_inline_formula: str | os.PathLike[str],
 def tokenize(word: str, alphabet: str | Sequence[str]) -> list[str]:
     """Split ``word`` into alphabet symbols.
 
-    If every symbol of ``alphabet`` is one character, ``word`` is split into characters;
+    If every symbol of ``alphabet`` is one character, ``word`` is split into characters (and, when
+    no symbol is whitespace, whitespace between them is ignored, so ``"a b b"`` is ``abb``);
     otherwise it is split on whitespace.  Returns a list of length ``n >= 1``.
 
     Raises :class:`ParameterError` for an empty word (``n < 1``) and :class:`FormulaError`
@@ -554,7 +555,10 @@ def tokenize(word: str, alphabet: str | Sequence[str]) -> list[str]:
     """
     alpha = _coerce_alphabet(alphabet) if isinstance(alphabet, str) else tuple(alphabet)
     allowed = set(alpha)
-    toks = list(word) if all(len(s) == 1 for s in alpha) else word.split()
+    if all(len(s) == 1 for s in alpha):
+        toks = list(word) if any(s.isspace() for s in alpha) else [ch for ch in word if not ch.isspace()]
+    else:
+        toks = word.split()
     if not toks:
         raise ParameterError("n < 1: the word is empty")
     if not allowed.issuperset(toks):

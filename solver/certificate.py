@@ -40,7 +40,7 @@ from ..bounds.core import n as n_sym
 from ..bounds.core import tau as tau_sym
 from ..bounds.derive import NodeBound, latex
 from ..constructions.counting import adversarial_layernorm_words
-from ..constructions.errors import CertificateError, ParameterError
+from ..constructions.errors import CertificateError, ParameterError, SearchFailed
 from ..constructions.simulate import adversarial_words, all_words, random_words
 from .arbcheck import value_at
 from .check import Claim, ClaimResult, check_claim, run_z3
@@ -137,8 +137,9 @@ def _claim_json(cs: ClaimSpec, r: ClaimResult) -> dict:
         "n_hi": cs.n_hi,
         "condition": Claim(cs.expr, cs.tolerance, cs.n_lo, cs.n_hi).text(),
         "status": r.status,
-        "method": ("z3 (negated claim unsatisfiable on every box; exp terms replaced by exact rational "
-                   "enclosures, n real)") if r.status == "proved" else
+        "method": ("z3 (negated claim unsatisfiable on every box of n; exp terms replaced by exact rational "
+                   "enclosures, n real; a box answered 'sat' is only a candidate — its integers were checked "
+                   "rigorously and the box split; the 'unsat' boxes cover the range)") if r.status == "proved" else
                   ("z3 candidate + arb rigorous evaluation at the counterexample" if r.status == "refuted"
                    else "z3/arb inconclusive"),
         "reason": r.reason,
@@ -208,8 +209,13 @@ def _numeric(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, progres
             "violations": sum(not x.ok for x in cs),
             "max_ratio_by_family": {f: max(x.ratio for x in cs if x.family == f)
                                     for f in dict.fromkeys(x.family for x in cs)},
+            "largest_leak": max(x.observed for x in cs),
+            "largest_leak_at_n": max(cs, key=lambda x: x.observed).n,
         }
-    return {"inv_tau_float": it, "families": conf.words,
+    lengths = {f: [min(x.n for x in conf.checks if x.family == f), max(x.n for x in conf.checks if x.family == f)]
+               for f in dict.fromkeys(x.family for x in conf.checks)}
+    return {"inv_tau_float": it, "families": conf.words, "lengths": lengths,
+            "worst_means": "per node, the check with the largest observed/bound ratio (largest_leak: the largest leak)",
             "mismatched_outputs": sum(len(v) for v in conf.mismatches.values()),
             "max_output_deviation": conf.max_output_deviation, "ok": conf.ok, "nodes": per_node,
             "note": "a numeric run confirms or refutes, never proves (THEORY §7)"}
@@ -300,7 +306,7 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
         say("searching for the largest certifiable tau")
         search = _search(c, n_lo, n_max, all_n, timeout_s, tune=("tau",) + tuple(tune))
         if search["inv_tau"] is None:
-            raise CertificateError(f"--find-tau: {search['message']}")
+            raise SearchFailed(f"--find-tau: no certifiable temperature found: {search['message']}")
         inv_tau = parse_frac(search["inv_tau"], "search")
         if search.get("params"):  # e.g. ε_LN: rebuild the construction with the value found
             c = rebuild(c.source, c.regime, {**c.params, **{k: parse_frac(v, "search") for k, v in
@@ -493,6 +499,8 @@ def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = Fals
     error the target is untouched and the temporary file removed.
     """
     p = Path(path)
+    if p.is_dir():
+        raise ParameterError(f"{p}: is a directory; give a file name for the certificate")
     if p.exists() and not force:
         raise ParameterError(f"{p}: file exists; use --force to overwrite it")
     if p.parent and not p.parent.exists():
@@ -504,6 +512,9 @@ def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = Fals
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a certificate is an ordinary file
         os.replace(tmp, p)
     except BaseException:
         try:
@@ -656,7 +667,10 @@ def verify_certificate(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bo
         rep.add("status", f"says {cert['status']} but the claims give {expect}")
     rep.checked.append("claims re-generated and re-run")
     # numeric summary consistency, precision section
-    _verify_numeric(rep, cert, c)
+    try:
+        _verify_numeric(rep, cert, c)
+    except (ValueError, TypeError, KeyError, OverflowError, ZeroDivisionError) as e:
+        rep.add("numeric", f"malformed numeric summary ({e.__class__.__name__}: {e})")
     if "precision" in cert:
         fresh_p = json.loads(json.dumps(precision_section(c, rng["n_max"], inv_tau, rng["all_n"])))
         for k, v in fresh_p.items():

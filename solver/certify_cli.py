@@ -68,6 +68,9 @@ def cmd_certify(args) -> int:
         raise ParameterError("give --tau T or --find-tau")
     if args.n_min > args.n_max:
         raise ParameterError(f"--n-min {args.n_min} exceeds --n-max {args.n_max}")
+    if args.range_only and args.regime == "T":
+        raise ParameterError("--range-only applies to regimes U and P (regime T certificates are always for "
+                             "n in [n-min, n-max])")
     if args.formula is None:
         spec = parse_spec(DEFAULT_EXAMPLE, source="<embedded tomita4>")
     else:
@@ -79,6 +82,8 @@ def cmd_certify(args) -> int:
     if args.output:  # fail before the work if the output cannot be written
         from pathlib import Path
         out = Path(args.output)
+        if out.is_dir():
+            raise ParameterError(f"{out}: is a directory; give a file name for the certificate")
         if out.exists() and not args.force:
             raise ParameterError(f"{out}: file exists; use --force to overwrite it")
         if not out.parent.exists():
@@ -113,9 +118,11 @@ def _print_certificate(cert: dict, path) -> None:
     con.print(f"[bold]{cons['title']}[/bold]")
     con.print(f"regime {cons['regime']} ({cons['positional']}), params {cons['params']}, "
               f"tau = {cons['tau']} (1/tau = {cons['inv_tau_decimal']}, {cons['tau_choice']}), {rtxt}")
-    t = Table(show_header=True, header_style="bold")
-    for col in ("node", "op", "layer", "bound", "condition", "status", "s", "arb", "numeric"):
-        t.add_column(col, overflow="fold")
+    t = Table(show_header=True, header_style="bold", caption="time: solver seconds per claim; arb: the independent "
+              "interval re-check; obs/bound: worst observed leak / bound (numeric tightness)", caption_justify="left")
+    for col, mw in (("node", 28), ("op", 4), ("layer", 5), ("kind", 14), ("condition", 26), ("status", 16),
+                    ("time", 6), ("arb", 10), ("obs/bound", 9)):
+        t.add_column(col, overflow="fold", max_width=mw)
     claims = {c["id"]: c for c in cert["claims"]}
     for nd in cert["nodes"]:
         cl = claims.get(nd["claim"]) if nd["claim"] else None
@@ -123,11 +130,16 @@ def _print_certificate(cert: dict, path) -> None:
         col = {"proved": "green", "refuted": "red", "unknown": "yellow"}[st]
         num = nd["numeric"]
         rng_txt = f"n in [{cl['n_lo']}, {cl['n_hi'] if cl['n_hi'] is not None else 'inf'}]" if cl else "exact"
+        arb = "-"
+        if cl and cl["second_check"]:
+            sc = cl["second_check"]
+            arb = sc["status"]
+            if sc["status"] == "unknown" and "unbounded" in (sc.get("reason") or ""):
+                arb = "ok to 2^40"
         t.add_row(nd["node"], nd["operator"], str(nd["layer"]), f"{nd['kind']} {cons['regime']}",
                   f"<= {cl['tolerance']}, {rng_txt}" if cl else "exact",
                   f"[{col}]{st}[/{col}]" + (f" n={cl['counterexample']}" if cl and cl["counterexample"] else ""),
-                  f"{cl['seconds']:.2f}" if cl else "-",
-                  (cl["second_check"]["status"] if cl and cl["second_check"] else "-"),
+                  f"{cl['seconds']:.2f}" if cl else "-", arb,
                   (f"{num['ratio']:.4f}" if num else "-"))
     con.print(t)
     if cert["search"]:
@@ -135,7 +147,10 @@ def _print_certificate(cert: dict, path) -> None:
         if cert["search"].get("message"):
             con.print(f"  {cert['search']['message']}")
         for p in cert["search"]["per_bound"]:
-            con.print(f"  {p['node']}: 1/{p.get('parameter', 'tau')} certified "
+            shared = [x["node"] for x in cert["nodes"] if x["node"] != p["node"] and
+                      any(set(cl["nodes"]) >= {p["node"], x["node"]} for cl in cert["claims"])]
+            con.print(f"  {p['node']}" + (f" (same bound as {', '.join(shared)})" if shared else "") + ":")
+            con.print(f"    1/{p.get('parameter', 'tau')} certified "
                       f"{float(Fraction(p['inv_tau_certified'])):.10g}"
                       f"  tight numeric {p['inv_tau_tight_numeric']:.10g}"
                       f"  closed form {_fmt(p['inv_tau_closed_form']) if p['inv_tau_closed_form'] else '-'}"

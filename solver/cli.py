@@ -40,6 +40,18 @@ def _positive_int(name: str):
     return conv
 
 
+def _nonneg_int(name: str):
+    def conv(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
+        if v < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {v}")
+        return v
+    return conv
+
+
 def _tau(s: str) -> Fraction:
     try:
         v = to_fraction(s, "tau")
@@ -78,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
         "softhard: when does softmax attention compute exactly what hard attention computes? "
         "Compiles temporal-logic formulas to hard- and soft-attention transformers, derives "
         "per-node error bounds in SymPy, proves parameter choices with Z3, and confirms numerically."))
+    from importlib import metadata
+    try:
+        ver = metadata.version("softhard")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        ver = "unknown"
+    ap.add_argument("--version", action="version", version=f"softhard {ver}")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -107,9 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "node's worst leak with its bound (tightness = observed/bound).")
     _common(p)
     p.add_argument("--n-max", type=_positive_int("--n-max"), default=1000, help="longest random/adversarial word")
-    p.add_argument("--exhaustive-len", type=int, default=10, help="all words up to this length (default 10)")
-    p.add_argument("--random", type=int, default=1000, help="number of random words (default 1000)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--exhaustive-len", type=_nonneg_int("--exhaustive-len"), default=10,
+                   help="all words up to this length (default 10)")
+    p.add_argument("--random", type=_nonneg_int("--random"), default=1000, help="number of random words (default 1000)")
+    p.add_argument("--seed", type=_nonneg_int("--seed"), default=0, help="random seed (>= 0)")
     p.add_argument("--tau", type=_tau, default=None,
                    help="fixed temperature for every length (default: the tight 1/tau(n) at each length)")
     p.set_defaults(func=cmd_confirm)
@@ -205,9 +224,11 @@ def cmd_run(args) -> int:
                      "soft": bool(soft.x[0, k + 1, root] > 0.5)},
         "heads": leaks,
     }
+    agree = result["accepted"]["hard"] == result["accepted"]["soft"]
+    rc = EXIT_OK if agree else EXIT_FAIL
     if args.json:
         print(json.dumps(result, indent=2))
-        return EXIT_OK
+        return rc
     from rich.table import Table
     con = _console()
     con.print(f"[bold]{c.spec.formula}[/bold]  over {{{', '.join(c.spec.alphabet)}}}, regime {c.regime}, n = {n}, "
@@ -344,7 +365,13 @@ def cmd_confirm(args) -> int:
         conf = confirm(m, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta, key_pattern_ns=adv_ns,
                        progress=lambda name: prog.update(task, advance=1, description=f"family {name}"))
     summ = conf.summary()
+    lengths = sorted({ch.n for ch in conf.checks})
+    temps = {str(k): float(inv_tau(k)) for k in lengths}
+    tau_txt = (f"fixed 1/tau = {_fmt(float(1 / args.tau), 10)} (--tau)" if args.tau is not None else
+               "1/tau at each length: the smallest at which every node's bound is <= eta*(1 - 1e-6)"
+               + (" (one value: the bounds are uniform in n)" if len(set(temps.values())) == 1 else ""))
     result = {"formula": str(c.spec.formula), "regime": c.regime, "n_max": args.n_max,
+              "temperature": tau_txt, "inv_tau_by_length": temps,
               "inputs": conf.words, "ok": conf.ok, "nodes": summ,
               "mismatches": {k: [("".join(w), p) for w, p in v[:10]] for k, v in conf.mismatches.items()},
               "max_output_deviation": conf.max_output_deviation}
@@ -354,14 +381,16 @@ def cmd_confirm(args) -> int:
         from rich.table import Table
         con = _console()
         con.print(f"[bold]{c.spec.formula}[/bold] regime {c.regime}: inputs {conf.words}")
+        con.print(f"temperature: {tau_txt}; e.g. 1/tau = {_fmt(temps[str(lengths[-1])], 10)} at n = {lengths[-1]}"
+                  if lengths else f"temperature: {tau_txt}")
         t = Table(show_header=True, header_style="bold")
         for col in ("node", "inputs", "worst observed", "bound there", "tightness", "at n", "family",
                     "max tightness per family", "violations"):
             t.add_column(col, overflow="fold")
         for v, s in summ.items():
             t.add_row(v, str(s["inputs"]), _fmt(s["worst_observed"], 8), _fmt(s["bound_there"], 8),
-                      f"{s['ratio']:.6f}", str(s["n"]), s["family"],
-                      ", ".join(f"{f}: {r:.4f}" for f, r in s["max_tightness_by_family"].items()),
+                      f"{s['ratio']:.6f}", str(s["at_n"]), s["family"],
+                      ", ".join(f"{f}: {r:.4f}" for f, r in s["max_ratio_by_family"].items()),
                       str(s["violations"]))
         con.print(t)
         bad = sum(len(v) for v in conf.mismatches.values())
@@ -380,8 +409,11 @@ def main(argv=None) -> int:
         with mpmath.workdps(30):
             return args.func(args)
     except SofthardError as e:
+        code = getattr(e, "exit_code", EXIT_BAD_INPUT)
         print(f"softhard: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        if getattr(args, "json", False):  # scripts reading stdout get a JSON object too
+            print(json.dumps({"error": str(e), "kind": type(e).__name__, "exit": code}))
+        return code
     except KeyboardInterrupt:
         print("softhard: interrupted", file=sys.stderr)
         return 130

@@ -26,14 +26,30 @@ def _optional_formula(p) -> None:
             a.help = (a.help or "") + " (omit with --model)"
 
 
+def _nonneg(name: str):
+    import argparse
+
+    def conv(v: str) -> int:
+        try:
+            k = int(v)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {v!r}") from None
+        if k < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {k}")
+        return k
+    return conv
+
+
 def _gap_options(p) -> None:
-    p.add_argument("--exhaustive-limit", type=int, default=20000,
+    p.add_argument("--exhaustive-limit", type=_nonneg("--exhaustive-limit"), default=20000,
                    help="enumerate every word when there are at most this many of length <= n-max (default 20000)")
     p.add_argument("--method", choices=["auto", "exhaustive", "searched"], default="auto",
                    help="gap analysis: auto (exhaustive if within the limit), exhaustive, searched")
-    p.add_argument("--search-words", type=int, default=4000, help="searched analysis: exact evaluations (default 4000)")
-    p.add_argument("--search-max-len", type=int, default=512, help="searched analysis: longest word tried (default 512)")
-    p.add_argument("--seed", type=int, default=0, help="searched analysis: random seed")
+    p.add_argument("--search-words", type=_nonneg("--search-words"), default=4000,
+                   help="searched analysis: exact evaluations (default 4000)")
+    p.add_argument("--search-max-len", type=_nonneg("--search-max-len"), default=512,
+                   help="searched analysis: longest word tried (default 512)")
+    p.add_argument("--seed", type=_nonneg("--seed"), default=0, help="searched analysis: random seed (>= 0)")
     p.add_argument("--tie-break", choices=["auto", "off"], default="auto",
                    help="add the beta*j/n tie-break to UHA heads with ties (THEORY §4); default auto")
 
@@ -74,6 +90,12 @@ def register(sub, common, positive_int, tau_type) -> None:
     run = sub.choices["run"]
     _optional_formula(run)
     run.add_argument("--model", default=None, metavar="FILE", help="run a model file instead of a formula")
+    run.add_argument("--tie-break", choices=["auto", "off"], default="auto",
+                     help="with --model: add the UHA tie-break beta*j/n exactly as 'certify --model' does "
+                          "(planned from the exhaustive gap analysis up to --n-max; default auto)")
+    run.add_argument("--n-max", type=positive_int("--n-max"), default=None,
+                     help="with --model: the length range whose gap analysis plans the tie-break (use the "
+                          "certificate's n_max to run the certified model; default: the word's length)")
     _wrap(run, cmd_run_model)
 
     cert = sub.choices["certify"]
@@ -96,7 +118,12 @@ def _wrap(parser, model_fn) -> None:
                 raise ParameterError("give either a formula or --model, not both")
             return model_fn(args)
         if getattr(args, "formula", None) is None and orig.__name__ != "cmd_certify":
+            if getattr(args, "string", None) is not None:
+                raise ParameterError("give both the formula (or a .ltl file) and the input word: "
+                                     "softhard run FORMULA_OR_FILE STRING (or softhard run --model FILE STRING)")
             raise ParameterError("give a formula (or a .ltl file) or --model FILE")
+        if orig.__name__ == "cmd_run" and getattr(args, "n_max", None) is not None:
+            raise ParameterError("--n-max is for 'run --model' (it plans the UHA tie-break)")
         if getattr(args, "epsilon", None) is not None:
             raise ParameterError("--epsilon is for --model (formula certificates use --eta)")
         return orig(args)
@@ -197,12 +224,24 @@ def cmd_run_model(args) -> int:
     from ..constructions.model import forward
     from ..constructions.modelfile import load_model
     from ..constructions.parse import tokenize
+    if args.string is None:
+        raise ParameterError("give the input word: softhard run --model FILE STRING")
     spec = load_model(args.model)
     hm = spec.canonical()
-    tr = hm.transformer()
     word = tokenize(args.string, hm.alphabet)
     n = len(word)
     hm.check_length(n)
+    tie_notes = []
+    if args.tie_break == "auto":  # the same model certify --model analyses and certifies
+        from ..constructions.gaps import analyse_gaps, plan_tie_breaks, tie_break
+        n_plan = args.n_max or n
+        rep = analyse_gaps(hm, n_plan)
+        betas = plan_tie_breaks(rep)
+        if betas:
+            hm, infos = tie_break(hm, betas, n_plan, {h: rep.heads[h].gap_untied for h in betas})
+            tie_notes = [f"UHA tie-break on head {t.head}: beta = {t.beta} (planned for n <= {n_plan}, as "
+                         f"'certify --model --n-max {n_plan}' does)" for t in infos]
+    tr = hm.transformer()
     if args.tau is not None:
         inv_tau = float(1 / args.tau)
         src = "--tau"
@@ -228,11 +267,12 @@ def cmd_run_model(args) -> int:
         outs.append({"output": o.name, "type": o.type, "at": o.at, "positions": per})
     heads = {name: {"max_leak": float(np.max(tr_.leak[0, 1:])) if tr_.leak is not None and n >= 1 else 0.0,
                     "path": tr_.path} for name, tr_ in soft.heads.items()}
+    agree = all(r["hard_read"] == r["soft_read"] for o in outs for r in o["positions"])
     result = {"model": spec.name, "word": word, "n": n, "inv_tau": inv_tau, "tau_source": src, "outputs": outs,
-              "heads": heads}
+              "heads": heads, "tie_break": tie_notes, "soft_reads_equal_hard": agree}
     if args.json:
         print(json.dumps(result, indent=1))
-        return 0
+        return 0 if agree else 1
     from rich.table import Table
     con = _console()
     con.print(f"[bold]{spec.name}[/bold] on {' '.join(word)} (n = {n}), 1/tau = {_fmt(inv_tau)} ({src})")
@@ -244,9 +284,14 @@ def cmd_run_model(args) -> int:
             t.add_row(str(r["position"]), r["symbol"], ", ".join(_fmt(v) for v in r["hard"]),
                       ", ".join(_fmt(v) for v in r["soft"]), str(r["hard_read"]), str(r["soft_read"]))
         con.print(t)
+    for note in tie_notes:
+        con.print(f"  {note}")
     for name, h in heads.items():
         con.print(f"  head {name}: max leak {_fmt(h['max_leak'])} ({h['path']} path)")
-    return 0
+    if not agree:
+        con.print("[red]the soft model's read-out differs from the hard model's at some position[/red] "
+                  "(exit 1): the temperature is too warm for this word")
+    return 0 if agree else 1
 
 
 def _read(o, vals):
@@ -278,6 +323,8 @@ def cmd_certify_model(args) -> int:
         raise ParameterError(f"--n-min {args.n_min} exceeds --n-max {args.n_max}")
     if args.output:
         out = Path(args.output)
+        if out.is_dir():
+            raise ParameterError(f"{out}: is a directory; give a file name for the certificate")
         if out.exists() and not args.force:
             raise ParameterError(f"{out}: file exists; use --force to overwrite it")
         if not out.parent.exists():
@@ -386,6 +433,9 @@ def cmd_hahn(args) -> int:
         raise ParameterError(f"--timeout must be > 0, got {args.timeout}")
     if (args.model is None) == (args.formula is None):
         raise ParameterError("give a formula (or .ltl file) or --model FILE")
+    if args.formula is not None and args.regime != "T":
+        raise ParameterError(f"hahn analyses the bounded-PE construction (regime T); regime {args.regime} has "
+                             "unbounded positional embeddings, where Hahn's lemma does not apply (THEORY §1)")
     from ..constructions.weights import check_eta, to_fraction
     eta = check_eta(to_fraction(args.eta, "--eta"))
     change = parse_change_at(args.change_at)

@@ -91,10 +91,10 @@ def test_confirm_command(capsys):
     assert rc == 0 and r["ok"]
     for s in r["nodes"].values():
         assert s["violations"] == 0
-        assert s["max_tightness_by_family"]["adversarial-key"] >= 0.9  # the head attains its bound
+        assert s["max_ratio_by_family"]["adversarial-key"] >= 0.9  # the head attains its bound
     # at word level the key "aba ends here" is never 1 at consecutive positions, so the bound
     # (a worst case over all key patterns) is not attained by words: tightness ≈ η there
-    fam = {k: v["max_tightness_by_family"]["adversarial"] for k, v in r["nodes"].items()}
+    fam = {k: v["max_ratio_by_family"]["adversarial"] for k, v in r["nodes"].items()}
     assert min(fam.values()) < 0.3 and max(fam.values()) >= 0.9
 
 
