@@ -971,7 +971,8 @@ def _score_scale(cols: _Cols, head: Head) -> tuple[float, int]:
     mk = np.zeros(k)
     for r in rk:
         mk += cols.maxabs(int(r)) * np.abs(head.W_K[r])
-    scale = float(k * mq.max() * mk.max()) if k else 0.0
+    # Σ_c |q_c k_c| ≤ Σ_c max|q_c|·max|k_c| (per key dimension: tighter than k·max·max and as rigorous)
+    scale = float(np.dot(mq, mk)) if k else 0.0
     return scale, int(len(rq) + len(rk) + k + 2)
 
 
