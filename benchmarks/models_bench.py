@@ -3,7 +3,7 @@ generic vs specialised 1/τ for the temporal-logic examples, and Hahn's obstacle
 
 Run:  python benchmarks/models_bench.py [--quick]
 Writes benchmarks/results/models.json and prints a Markdown summary (kept in
-benchmarks/results/models.md).
+benchmarks/results/models.md); --quick writes models-quick.* instead.
 """
 
 from __future__ import annotations
@@ -152,9 +152,10 @@ def main() -> int:
     res["seconds"] = round(time.perf_counter() - t0, 1)
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "models.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+    stem = "models-quick" if args.quick else "models"  # --quick never overwrites the recorded results
+    (out / f"{stem}.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
     md = markdown(res)
-    (out / "models.md").write_text(md)
+    (out / f"{stem}.md").write_text(md)
     print(md)
     return 0
 
