@@ -564,9 +564,14 @@ def key_size_rule(modules: list, blocks_pos: set[str], key_size: int, n_ref: int
 
     if fn(n_ref) != key_size:
         return None, f"the label counts give key_size {fn(n_ref)}, not config.key_size = {key_size}"
-    grows = any(p for _, p in sizes)
-    txt = ("key_size(N) = " + (f"max over heads of label counts with N positional labels = "
-                               f"{' '.join(str(fn(k)) for k in (n_ref,))} at N = {n_ref}" if grows else f"{key_size} (no head reads a positional block)"))
+    c1 = max((c for c, p in sizes if p), default=None)
+    c0 = max((c for c, p in sizes if not p), default=0)
+    if c1 is None:
+        txt = f"key_size(N) = {key_size} for every N (no head reads a positional block)"
+    elif c1 + 1 >= c0:
+        txt = f"key_size(N) = N + {c1} (a head reads the positional block: its label count grows with N)"
+    else:
+        txt = f"key_size(N) = max(N + {c1}, {c0})"
     return fn, txt
 
 

@@ -356,10 +356,20 @@ def _decoders(hm, info, stats, tables, bound, ext) -> tuple[dict, dict]:
             dev = max(dev, max(abs(x - y) for x, y in zip(actual, rule_o)))
         agree = dev is not None and dev <= Fraction(1, 10**5)
         wmax = max_sw_count(L)
+        beyond = []
+        if ext is not None and name in ext.z_values:
+            for P, z in sorted(ext.z_values[name].items(), key=lambda kv: -kv[1]):
+                a = 1 / z if z else None
+                if a is None or a.denominator != 1 or a - 1 <= N:
+                    continue
+                vals = [m.b2[b] + sum((max(P[u], Fraction(0)) * m.W2[u, b] for u in range(m.W2.shape[0])), Fraction(0))
+                        for b in oc]
+                beyond.append({"count": int(a) - 1, "z": fs(z),
+                               "decoded": hm.outputs[0].classes[max(range(len(vals)), key=lambda k: vals[k])]})
         dec[name] = {"slope": fs(L), "max_kink_error": float(rule["max_kink_error"]), "agrees_with_weights": agree,
                      "max_output_deviation": None if dev is None else float(dev),
                      "condition": here["condition"], "max_count_decoded": wmax,
-                     "correct_for_max_seq_len_up_to": wmax,
+                     "correct_for_max_seq_len_up_to": wmax, "given_weights_beyond_max_seq_len": beyond[:3],
                      "at": {str(k): _decoder_json(selector_width_decoder(L, k, a_min))
                             for k in sorted({N, wmax, wmax + 1})}}
     return dec, info_out
@@ -577,6 +587,18 @@ def answer_longer(an: Analysis, timeout_s: float, say=None) -> tuple[dict, list[
                 "claims": [r.spec.id for r in runs]}, runs
     if best == 0:
         return {**base, "status": "refuted", "exact_up_to": 0}, []
+    hvp = []
+    for name, d in an.decoders.items():
+        for b in d.get("given_weights_beyond_max_seq_len") or []:
+            if str(b["decoded"]) != str(b["count"]):
+                hvp.append(f"the hard model itself is not the program beyond max_seq_len = {an.n_table}: MLP {name} "
+                           f"decodes a count of {b['count']} as {b['decoded']} (its classes stop at "
+                           f"{an.hm.outputs[0].classes[-1]})")
+                break
+    if an.hm.outputs[0].type == "numerical":
+        hvp.append("epsilon stays the one chosen at max_seq_len; distinct hard values of a numerical output may lie "
+                   "closer together at longer lengths (for a running fraction, 1/(n(n-1)) apart)")
+    base["hard_vs_program"] = hvp
     runs = make_claims(an.bound_ext, an.epsilon, lo, 1, best, "longer", kind, "x")
     run_claims(runs, timeout_s, say)
     ref = make_claims(an.bound_ext, an.epsilon, hi, best + 1, best + 1, "longer-next", kind, "xn", only=node)
@@ -584,6 +606,42 @@ def answer_longer(an: Analysis, timeout_s: float, say=None) -> tuple[dict, list[
     ok = all(r.json["status"] == "proved" for r in runs) and ref[0].json["status"] == "refuted"
     return {**base, "status": "proved" if ok else "unknown", "exact_up_to": best, "binding": node,
             "claims": [r.spec.id for r in runs], "claims_next": [r.spec.id for r in ref]}, runs + ref
+
+
+def _recompiled_decoder(an: Analysis):
+    """For a model whose key_size does not grow but whose count decoder does: the largest N whose
+    decoder decodes every count (Tracr's rule), the claim tolerances there (the decoder's
+    r_min and 0.999·its smallest margin) and the first failure at N + 1; None without a decoder."""
+    if not an.decoders or an.bound_ext is None:
+        return None
+    name, d = next(iter(an.decoders.items()))
+    L = Fraction(d["slope"])
+    Nh = d["max_count_decoded"]
+    h = next((t for t in an.tables.values() if t.pattern == "selector-width"), None)
+    a_min = h.premise[1].a_min if h is not None else 1
+    tols = {}
+    for N in range(1, Nh + 1):
+        here = selector_width_decoder(L, N, a_min)
+        r_min = min((r["r"] for r in here["rows"] if r["r"] is not None), default=None)
+        margin = min(r["margin"] for r in here["rows"])
+        tols[N] = {f"out:{an.hm.outputs[0].name}": epsilon_for(margin)}
+        if r_min is not None:
+            tols[N][f"mlp:{name}"] = r_min
+    nxt = selector_width_decoder(L, Nh + 1, a_min)
+    bad = next(r for r in nxt["rows"] if r["count"] != r["decoded"])
+    return Nh, tols, {"N": Nh + 1, "count": bad["count"], "decoded": bad["decoded"]}
+
+
+def _decoder_runs(an: Analysis, tols: dict, inv_tau: Fraction) -> list[ClaimRun]:
+    """The claims of a recompiled count decoder: for each max_seq_len N, every claim on [1, N] with
+    the decoder's tolerances at N."""
+    runs = []
+    for N, tol in sorted(tols.items()):
+        for r in make_claims(an.bound_ext, an.epsilon, inv_tau, 1, N, "recompiled", "hypothetical", f"r{N}.",
+                             tol_override=tol):
+            if r.spec.nodes[0] in tol:
+                runs.append(r)
+    return runs
 
 
 def answer_recompiled(an: Analysis, timeout_s: float, say=None) -> tuple[dict, list[ClaimRun]]:
@@ -614,13 +672,29 @@ def answer_recompiled(an: Analysis, timeout_s: float, say=None) -> tuple[dict, l
     out["table_note"] = ("numeric (mpmath) values of the bound at n = N over its tolerance; the certified boundary "
                          "is N_c below")
     if not grows:
-        out.update(status="same-temperature", key_size_constant=fn(an.n_table),
-                   note="key_size does not grow with max_seq_len: the compiled temperature is the same, so the length "
-                        "answer is that of 'longer inputs'" + (f"; the count decoder limits the hard model to "
-                                                              f"max_seq_len <= {hard_cap}" if hard_cap is not None else ""))
-        if hard_cap is not None:
-            out["hard_model_exact_up_to"] = hard_cap
-        return out, []
+        out.update(key_size_constant=fn(an.n_table))
+        rc = _recompiled_decoder(an)
+        if rc is None:
+            out.update(status="same-temperature",
+                       note="key_size does not grow with max_seq_len: the compiled temperature is the same, so the "
+                            "length answer is that of 'longer inputs'")
+            return out, []
+        Nh, tols, fail = rc
+        l_lo, _ = sqrt_ratio_enclosure(c, fn(Nh))
+        runs = _decoder_runs(an, tols, l_lo)
+        run_claims(runs, timeout_s, say)
+        ok = all(r.json["status"] == "proved" for r in runs)
+        out.update(status="proved" if ok else "unknown", N_c=Nh, key_size_at_N_c=fn(Nh), inv_tau_at_N_c=fs(l_lo),
+                   inv_tau_at_N_c_decimal=_fd(l_lo), binding="hard count decoder", claims=[r.spec.id for r in runs],
+                   tolerances_at_N_c={k: fs(v) for k, v in tols[Nh].items()}, hard_failure_next=fail,
+                   hard_model_exact_up_to=Nh,
+                   note=("key_size does not grow with max_seq_len, so the temperature stays the compiled one; the count "
+                         f"decoder (Tracr's rule, slope {an.decoders[next(iter(an.decoders))]['slope']}) decodes every "
+                         f"count correctly only up to max_seq_len {Nh}: for every N <= {Nh} the claims hold on [1, N] "
+                         f"with the decoder's margins at N, and at N = {Nh + 1} the hard model itself decodes count "
+                         f"{fail['count']} as "
+                         f"{fail['decoded']} (exact evaluation of the rule)"))
+        return out, runs
     # N_c: largest N with worst(N) <= 1 (increasing in N)
     lo_, hi_ = 1, 2
     if worst(1) > 1:
@@ -1049,7 +1123,13 @@ def _rebuild_runs(an: Analysis, params: dict) -> dict[str, list[ClaimRun]]:
         out["longer-next"] = make_claims(an.bound_ext, an.epsilon, hi, lg["N"] + 1, lg["N"] + 1, "longer-next",
                                          an.ext.kind, "xn", only=lg["binding"])
     rc = params["recompiled"]
-    if an.bound_ext is not None and rc.get("N_c") and an.key_size_fn is not None:
+    dec = _recompiled_decoder(an) if an.key_size_fn is not None and \
+        an.key_size_fn(an.n_table + 1) == an.key_size_fn(an.n_table) else None
+    if dec is not None and rc.get("N_c"):
+        Nh, tols, _ = dec
+        l_lo, _ = sqrt_ratio_enclosure(an.coldness, an.key_size_fn(Nh))
+        out["recompiled"] = _decoder_runs(an, tols, l_lo)
+    elif an.bound_ext is not None and rc.get("N_c") and an.key_size_fn is not None:
         Nc = rc["N_c"]
         c = an.coldness
         l_lo, _ = sqrt_ratio_enclosure(c, an.key_size_fn(Nc))

@@ -179,18 +179,26 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
     else:
         con.print(f" 2. smallest 1/tau for n <= {a2.get('n')}: {a2.get('note') or a2.get('reason')}")
     if a3.get("exact_up_to"):
-        con.print(f" 3. longer inputs at the compiled 1/tau ({a3['premise']}: {a3['meaning']}): within epsilon for every "
+        con.print(f" 3. longer inputs at the compiled 1/tau ({a3['meaning']}): within epsilon for every "
                   f"n <= {a3['exact_up_to']} {_st(a3['status'])}, not certifiable at {a3['exact_up_to'] + 1} "
                   f"(binding: {a3['binding']})")
+        for note in a3.get("hard_vs_program") or []:
+            con.print(f"    [yellow]but[/yellow]: {note}")
     else:
         con.print(f" 3. longer inputs: {_st(a3['status'])} {a3.get('reason', '')}")
-    if a4.get("N_c") is not None:
+    if a4.get("N_c") is not None and a4.get("hard_failure_next"):
+        f = a4["hard_failure_next"]
+        con.print(f" 4. compiled for max_seq_len N (hypothetical; {a4['key_size_rule']}): exact for every N <= {a4['N_c']} "
+                  f"{_st(a4['status'])} (claims for each N with the count decoder's margins at N); at N = "
+                  f"{f['N']} the hard model itself decodes count {f['count']} as {f['decoded']} (MLP resolution "
+                  "condition w(w+1) < L)")
+    elif a4.get("N_c") is not None:
         con.print(f" 4. compiled for max_seq_len N (hypothetical; {a4['key_size_rule']}): with the same coldness, within "
                   f"epsilon for every n <= N for every N <= {a4['N_c']} {_st(a4['status'])} (1/tau = "
                   f"{a4['inv_tau_at_N_c_decimal']} at N = {a4['N_c']}), not at N = {a4['N_c'] + 1}")
     else:
         con.print(f" 4. compiled for max_seq_len N: {a4.get('note') or a4.get('reason')}")
-    if a4.get("hard_model_exact_up_to") is not None:
+    if a4.get("hard_model_exact_up_to") is not None and not a4.get("hard_failure_next"):
         con.print(f"    the hard model itself decodes every count correctly only for max_seq_len <= "
                   f"{a4['hard_model_exact_up_to']} (MLP resolution condition)")
     num = cert["numeric"]
