@@ -514,15 +514,6 @@ def _build(meta: dict, arrays: dict[str, np.ndarray], *, json_path: str, npz_pat
     if not math.isfinite(c_raw) or c_raw <= 0:
         raise ej("softmax_coldness_nominal", f"expected a positive number, got {c_raw}")
     c = Fraction(c_raw)
-    lam = float(c) / math.sqrt(K)
-    if "softmax_coldness_effective" in meta:
-        v = meta["softmax_coldness_effective"]
-        if not isinstance(v, (int, float)) or not math.isclose(v, lam, rel_tol=1e-9):
-            raise ej("softmax_coldness_effective", f"{v} but softmax_coldness_nominal/sqrt(config.key_size) = {lam!r}")
-    if "attn_logit_scale" in meta:
-        v = meta["attn_logit_scale"]
-        if not isinstance(v, (int, float)) or not math.isclose(v, 1 / math.sqrt(K), rel_tol=1e-9):
-            raise ej("attn_logit_scale", f"{v} but 1/sqrt(config.key_size) = {1 / math.sqrt(K)!r}")
     mlp_ex = meta.get("mlp_exactness")
     if mlp_ex is not None and (not isinstance(mlp_ex, (int, float)) or isinstance(mlp_ex, bool) or mlp_ex <= 0):
         raise ej("mlp_exactness", f"expected a positive number, got {json.dumps(mlp_ex)}")
@@ -556,6 +547,15 @@ def _build(meta: dict, arrays: dict[str, np.ndarray], *, json_path: str, npz_pat
             bad = [int(i) for i in np.argwhere(~np.isfinite(a))[0]]
             raise ez(name, f"contains a non-finite number at {bad}")
         arrays[name] = a
+    lam = float(c) / math.sqrt(K)
+    if "softmax_coldness_effective" in meta:
+        v = meta["softmax_coldness_effective"]
+        if not isinstance(v, (int, float)) or not math.isclose(v, lam, rel_tol=1e-9):
+            raise ej("softmax_coldness_effective", f"{v} but softmax_coldness_nominal/sqrt(config.key_size) = {lam!r}")
+    if "attn_logit_scale" in meta:
+        v = meta["attn_logit_scale"]
+        if not isinstance(v, (int, float)) or not math.isclose(v, 1 / math.sqrt(K), rel_tol=1e-9):
+            raise ej("attn_logit_scale", f"{v} but 1/sqrt(config.key_size) = {1 / math.sqrt(K)!r}")
     extra = sorted(set(arrays) - set(want) - {"unembed.w"})
     if extra:
         m = re.match(r"^layer_(\d+)\.", extra[0])

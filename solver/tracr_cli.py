@@ -234,7 +234,14 @@ def cmd_run_tracr(args) -> int:
     from ..constructions.tracr import load_tracr
     tm = load_tracr(args.tracr)
     hm = tm.hard_model()
-    word = tokenize(args.string, hm.alphabet)
+    # space-separated tokens (Tracr vocabularies may have multi-character tokens), else characters
+    if " " in args.string.strip():
+        word = args.string.split()
+        for i, t in enumerate(word, 1):
+            if t not in hm.alphabet:
+                raise ParameterError(f"token {t!r} at position {i} is not in the vocabulary {{{' '.join(hm.alphabet)}}}")
+    else:
+        word = tokenize(args.string, hm.alphabet)
     hm.check_length(len(word))
     lam = float(1 / args.tau) if args.tau is not None else tm.inv_tau_float
     tr = hm.transformer()
