@@ -190,8 +190,9 @@ def bos_query_ok(t: LogitTable) -> bool:
 # the structured leak
 
 
-def _count(expr_n: sp.Expr, a: int) -> sp.Expr:
-    return expr_n - a if a <= 1 else sp.Max(expr_n - a, 0)
+def _count(off: int, a: int) -> sp.Expr:
+    """``n + off − a`` competitors, clamped at 0 only where it can be negative for some n ≥ 1."""
+    return n + off - a if 1 + off - a >= 0 else sp.Max(n + off - a, 0)
 
 
 def leak_expr(premise: tuple[CaseStats, CaseStats]) -> sp.Expr:
@@ -204,11 +205,11 @@ def leak_expr(premise: tuple[CaseStats, CaseStats]) -> sp.Expr:
         a = cb.a_min
         t = sp.exp(-down(cb.g_bos) / tau)
         if cb.g_rest is not None:
-            t = t + _count(n, a) * sp.exp(-down(cb.g_rest) / tau)
+            t = t + _count(0, a) * sp.exp(-down(cb.g_rest) / tau)
         parts.append(t / (a + t))
     if ca.rows and ca.a_min is not None and ca.g_rest is not None:
         a = ca.a_min
-        t = _count(n + 1, a) * sp.exp(-down(ca.g_rest) / tau)
+        t = _count(1, a) * sp.exp(-down(ca.g_rest) / tau)
         parts.append(t / (a + t))
     if not parts:
         return sp.Integer(0)
