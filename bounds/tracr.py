@@ -47,12 +47,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import networkx as nx
-import numpy as np
 import sympy as sp
 
 from ..constructions.modelfile import HardModel
 from ..constructions.tracr import UnsupportedModel
-from ..constructions.tracr_gaps import CaseStats, HeadStats, MLPStats, Stats
+from ..constructions.tracr_gaps import CaseStats, HeadStats, MLPStats
 from .composed import (LinForm, _lin_add, _lin_expr, _max_expr, _mlp_step, _spread, _written, activation_boxes,
                        down, up)
 from .core import n, tau
@@ -410,7 +409,7 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
                 continue
             ctx = mlp_contexts.get(m.name)
             disc = discretisation(m, dirty, ctx, d, (z_values or {}).get(m.name)) if ctx is not None else None
-            if disc is not None and disc.r_min is not None:
+            if disc is not None:
                 dz: LinForm = {}
                 for a, c in disc.direction.items():
                     dz = _lin_add(dz, e[a], abs(c))
@@ -419,17 +418,17 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
                     if s:
                         out[b] = _lin_add(out[b], dz, s)
                 cond = _lin_expr(dz, atoms)
-                conditions[m.name] = (cond, disc.r_min)
+                if disc.r_min is not None:  # None: no kink off the hard values, every input error is tolerated
+                    conditions[m.name] = (cond, disc.r_min)
                 mlps[m.name] = {"rule": "discretisation", "node": node, "analysis": disc, "dz": cond}
                 g.add_node(node, kind="ffn", layer=li, rule="discretisation", r_min=fs(disc.r_min),
-                           condition=f"{cond} <= {fs(disc.r_min)}",
+                           condition=f"{cond} <= {fs(disc.r_min)}" if disc.r_min is not None else "none",
                            slopes=str({hm.labels[b]: fs(s) for b, s in disc.slopes.items() if s}),
                            error=str(_max_expr(out, atoms)))
                 e = out
             else:
                 e, groups = _mlp_step(m, e)
-                why = ("several error directions" if disc is None and ctx is not None else
-                       "no hard contexts known" if ctx is None else "no kink near any context")
+                why = "several error directions" if ctx is not None else "no hard contexts known"
                 mlps[m.name] = {"rule": f"lipschitz ({why})", "node": node, "analysis": disc}
                 g.add_node(node, kind="ffn", layer=li, rule=f"lipschitz ({why})", error=str(_max_expr(e, atoms)))
             g.add_edge(prev, node)

@@ -132,7 +132,6 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
     con.print(f"premises: [green]{pr['status']}[/green], every word of length <= {pr['n_max']} ({pr['seconds']:.2f} s)")
     for h in cert["heads"]:
         t = h["table"]
-        cb, ca = t["premise"]["bos_competitor"], t["premise"]["bos_in_argmax"]
         p = next(x for x in pr["heads"] if x["head"] == h["head"])
         con.print(f"[bold]head {h['head']}[/bold] ({t['pattern']} pattern): logit table {len(t['query_states'])} query x "
                   f"{len(t['key_states'])} key states, levels {{{', '.join(t['levels'])}}} (unit scores: x 1/tau)")
@@ -149,7 +148,7 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
         con.print(f"[bold]MLP {mm['mlp']}[/bold]: {mm['rule']}")
         an = mm.get("analysis")
         if an and mm.get("condition"):
-            con.print(f"  discretisation margins (distance of each hard input value to the nearest kink, exact): "
+            con.print("  discretisation margins (distance of each hard input value to the nearest kink, exact): "
                       + ", ".join(f"z={c['z']}: {_g(c['margin_decimal'], 4) if c['margin'] else 'inf'}"
                                   + (" (on a ramp)" if c["slope"] else "") for c in an["contexts"]))
             con.print(f"  tolerated input error r_min = {an['r_min']} ({_g(an['r_min_decimal'], 6)}); slopes there "
@@ -165,7 +164,9 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
                   f"error(n, tau) <= {o['bound']['text']}")
     A = cert["answers"]
     a1, a2, a3, a4 = A["compiled"], A["min_inv_tau"], A["longer_inputs"], A["recompiled"]
-    con.print("[bold]answers[/bold] (every one a set of Z3 claims, each re-checked in arb interval arithmetic):")
+    outs = ", ".join(f"{o['output']} ({o['type']}, epsilon {o['epsilon']})" for o in cert["outputs"])
+    con.print(f"[bold]answers for output {outs}[/bold] (every one a set of Z3 claims, each re-checked in arb "
+              "interval arithmetic):")
     if a1["status"] == "proved":
         con.print(f" 1. at the compiled 1/tau = {a1['inv_tau_decimal']}: within epsilon for every n in [1, "
                   f"{a1['exact_up_to']}] {_st('proved')} — limited by {a1['limited_by']}")

@@ -218,7 +218,6 @@ def test_premises_brute_force(models, name):
     st = analyse(hm, 4)
     (hname, hs), = st.heads.items()
     layer = hs.layer
-    enc = meta["input_encoding"]
     K = meta["config"]["key_size"]
     c = meta["softmax_coldness_nominal"]
     found = {"B": [None, None, None], "A": [None, None]}

@@ -17,7 +17,6 @@ from fractions import Fraction
 from pathlib import Path
 
 import mpmath
-import numpy as np
 import pytest
 
 from softhard.constructions.tracr import load_tracr
