@@ -90,8 +90,9 @@ class LogitTable:
     """One head's table: ``rows`` (query states, non-BOS), ``cols`` (key states, non-BOS), ``bos``
     (the BOS key state), ``scores[i][j]`` = s(row i, col j) and ``bos_scores[i]`` = s(row i, BOS)
     (exact, unit scores); ``bos_row`` the BOS query's scores (cols, then BOS); ``self_pairs``
-    (row index, col index) occurring in one row; ``levels``; ``pattern``; ``premise`` (the
-    table-level (BOS competitor, BOS in argmax) :class:`CaseStats`)."""
+    (row index, col index) occurring in one row; ``sees``: per row the columns it meets under the
+    mask; ``levels``; ``pattern``; ``premise`` (the table-level (BOS competitor, BOS in argmax)
+    :class:`CaseStats`)."""
 
     head: str
     rows: list[tuple]
@@ -101,6 +102,7 @@ class LogitTable:
     bos_scores: list[Fraction]
     bos_row: list[Fraction]
     self_pairs: list[tuple[int, int]]
+    sees: dict[int, list[int]]
     levels: list[Fraction]
     pattern: str
     premise: tuple[CaseStats, CaseStats]
@@ -113,6 +115,7 @@ class LogitTable:
                 "scores": [[fs(v) for v in r] + [fs(b)] for r, b in zip(self.scores, self.bos_scores)],
                 "bos_query_scores": [fs(v) for v in self.bos_row],
                 "self_pairs": [[self.row_names[i], self.col_names[j]] for i, j in self.self_pairs],
+                "meets": {self.row_names[i]: len(js) for i, js in sorted(self.sees.items())},
                 "premise": {"bos_competitor": self.premise[0].to_json(), "bos_in_argmax": self.premise[1].to_json()}}
 
 
@@ -137,13 +140,15 @@ def logit_table(hm: HardModel, st: HeadStats) -> LogitTable:
     bos_scores = [_score(h, qc, kc, q, st.bos_k) for q in rows]
     bos_row = [_score(h, qc, kc, st.bos_q, k) for k in cols] + [_score(h, qc, kc, st.bos_q, st.bos_k)]
     pairs = sorted({(rows.index(q), cols.index(k)) for q, k in st.self_pairs})
+    sees = {i: sorted({cols.index(k) for q, k in st.att_pairs if q == rows[i]}) for i in range(len(rows))}
     levels = sorted({v for r in scores for v in r} | set(bos_scores))
     cb, ca = CaseStats(), CaseStats()
     for i, j in pairs:
-        V = scores[i]
+        V = [scores[i][k] for k in sees[i]]  # the key states this query state meets (the mask)
         b = bos_scores[i]
-        vs = V[j]
-        f = max(b, vs)
+        own = h.mask in ("none", "past", "future")  # the row attends to its own key
+        vs = scores[i][j]
+        f = max(b, vs) if own else b
         # BOS a competitor: the top is a non-BOS score >= the floor and > b
         tops = [v for v in V if v >= f and v > b]
         if tops:
@@ -163,7 +168,7 @@ def logit_table(hm: HardModel, st: HeadStats) -> LogitTable:
             if below:
                 g2 = min(below)
                 ca.g_rest = g2 if ca.g_rest is None else min(ca.g_rest, g2)
-            a = 2 if vs == b else 1
+            a = 2 if own and vs == b else 1
             ca.a_min = a if ca.a_min is None else min(ca.a_min, a)
     pattern = "other"
     if pairs and ca.rows == 0 and all(bos_scores[i] < scores[i][j] for i, j in pairs):
@@ -173,7 +178,7 @@ def logit_table(hm: HardModel, st: HeadStats) -> LogitTable:
     elif pairs and cb.rows == 0 and all(bos_scores[i] == max(scores[i]) for i, _ in pairs):
         pattern = "selector-width"
     t = LogitTable(head=st.name, rows=rows, cols=cols, bos=st.bos_k, scores=scores, bos_scores=bos_scores,
-                   bos_row=bos_row, self_pairs=pairs, levels=levels, pattern=pattern, premise=(cb, ca))
+                   bos_row=bos_row, self_pairs=pairs, sees=sees, levels=levels, pattern=pattern, premise=(cb, ca))
     t.row_names = [describe_state(hm.labels, qc, q) for q in rows]
     t.col_names = [describe_state(hm.labels, kc, k) for k in cols]
     return t

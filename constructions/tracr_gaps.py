@@ -69,7 +69,8 @@ class HeadStats:
 
     ``q_coords``/``k_coords``/``v_coords``: residual coordinates read by ``W_Q``/``W_K``/``W_V``;
     ``q_states``/``k_states``: state → number of non-BOS rows; ``bos_q``/``bos_k``: the BOS row's
-    states; ``self_pairs``: (query state, key state) of the same non-BOS row;
+    states; ``self_pairs``: (query state, key state) of the same non-BOS row; ``att_pairs``: (query
+    state, key state) of a non-BOS row and a non-BOS key it attends to (the mask) in one word;
     ``bos_competitor``/``bos_in_argmax``: :class:`CaseStats`; ``ties_max``; ``scale``.
     """
 
@@ -85,6 +86,7 @@ class HeadStats:
     bos_q: State | None = None
     bos_k: State | None = None
     self_pairs: set = field(default_factory=set)
+    att_pairs: set = field(default_factory=set)
     bos_competitor: CaseStats = field(default_factory=CaseStats)
     bos_in_argmax: CaseStats = field(default_factory=CaseStats)
     ties_max: int = 0
@@ -161,6 +163,17 @@ def _rows_to_states(num: np.ndarray, den: int) -> dict[State, np.ndarray]:
     for k, r in enumerate(u):
         out[tuple(Fraction(int(v), den) for v in r)] = inv == k
     return out
+
+
+def _state_ids(num: np.ndarray, den: int) -> tuple[np.ndarray, list[State]]:
+    """Per row of ``num/den`` (2-d) the index of its distinct state, and the states."""
+    states = _rows_to_states(num, den)
+    ids = np.zeros(num.shape[0], dtype=np.int64)
+    out = []
+    for k, (s, mask) in enumerate(states.items()):
+        ids[mask] = k
+        out.append(s)
+    return ids, out
 
 
 class _Case:
@@ -263,6 +276,15 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
             both = xs[..., st.q_coords + st.k_coords].reshape(B * n, len(st.q_coords) + len(st.k_coords))
             for s in _rows_to_states(both, x.den):
                 st.self_pairs.add((s[: len(st.q_coords)], s[len(st.q_coords):]))
+            # (query state, key state) pairs that meet in one word under the mask
+            qid, qs_ = _state_ids(xs[..., st.q_coords].reshape(B * n, len(st.q_coords)), x.den)
+            kid, ks_ = _state_ids(xs[..., st.k_coords].reshape(B * n, len(st.k_coords)), x.den)
+            qid, kid = qid.reshape(B, n), kid.reshape(B, n)
+            am = attend_matrix(h.mask, N)[1:, 1:]
+            bi, ii, jj = np.nonzero(np.broadcast_to(am, (B, n, n)))
+            code = np.unique(qid[bi, ii] * len(ks_) + kid[bi, jj])
+            for cd in code:
+                st.att_pairs.add((qs_[int(cd) // len(ks_)], ks_[int(cd) % len(ks_)]))
             # scores, exactly (integers over S.den; times h.scale)
             Q, K = matmul(x, WQ), matmul(x, WK)
             S = matmul(Q, RArr(np.swapaxes(K.num, 1, 2), K.den))

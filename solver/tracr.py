@@ -1021,7 +1021,7 @@ def certify_tracr(tm: TracrModel, *, epsilon="margin", n_target: int | None = No
     solve_s = time.perf_counter() - t_solve
     params.update(compiled={"inv_tau": a1["inv_tau"], "largest": a1.get("exact_up_to") if a1["status"] != "proved" else None},
                   min_inv_tau={"inv_tau": a2.get("inv_tau"), "below": a2.get("refuted_below"), "binding": a2.get("binding")},
-                  longer={"N": a3.get("exact_up_to"), "binding": a3.get("binding")},
+                  longer={"N": a3.get("exact_up_to"), "binding": a3.get("binding"), "all_n": bool(a3.get("all_n"))},
                   recompiled={"N_c": a4.get("N_c"), "binding": a4.get("binding")})
     runs = r1 + r2 + r3 + r4
     t_num = time.perf_counter()
@@ -1118,7 +1118,9 @@ def _rebuild_runs(an: Analysis, params: dict) -> dict[str, list[ClaimRun]]:
         out["min-inv-tau-below"] = make_claims(b, an.epsilon, Fraction(mi["below"]), nt, nt, "min-inv-tau-below", kind,
                                                "mb", only=mi["binding"])
     lg = params["longer"]
-    if an.bound_ext is not None and lg.get("N"):
+    if an.bound_ext is not None and lg.get("all_n"):
+        out["longer"] = make_claims(an.bound_ext, an.epsilon, lo, 1, None, "longer", an.ext.kind, "x")
+    elif an.bound_ext is not None and lg.get("N"):
         out["longer"] = make_claims(an.bound_ext, an.epsilon, lo, 1, lg["N"], "longer", an.ext.kind, "x")
         out["longer-next"] = make_claims(an.bound_ext, an.epsilon, hi, lg["N"] + 1, lg["N"] + 1, "longer-next",
                                          an.ext.kind, "xn", only=lg["binding"])

@@ -185,6 +185,9 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
                   f"(binding: {a3['binding']})")
         for note in a3.get("hard_vs_program") or []:
             con.print(f"    [yellow]but[/yellow]: {note}")
+    elif a3.get("all_n"):
+        con.print(f" 3. longer inputs at the compiled 1/tau ({a3['meaning']}): within epsilon for every n — the bound "
+                  f"does not grow with n {_st(a3['status'])}")
     else:
         con.print(f" 3. longer inputs: {_st(a3['status'])} {a3.get('reason', '')}")
     if a4.get("N_c") is not None and a4.get("hard_failure_next"):

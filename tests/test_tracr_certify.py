@@ -193,3 +193,27 @@ def test_epsilon_option_and_refutation(capsys):
     assert cert["status"] == "refuted" and a1["first_failure"] == 4 and a1["exact_up_to"] == 3
     assert [c["status"] for c in cert["claims"] if c["role"] == "compiled-largest"] == ["proved"]
     assert verify_certificate(cert).ok
+
+
+def test_causal_variant_bound_does_not_grow(tmp_path, capsys):
+    """frac_prevs with Tracr's causal mask (j <= i): the later indices are masked, so no key but BOS
+    competes; the bound no longer grows with n and the longer-inputs answer holds for every n."""
+    for ext in (".json", ".npz"):
+        (tmp_path / f"frac_prevs{ext}").write_bytes((DIR / f"frac_prevs{ext}").read_bytes())
+    meta = json.loads((tmp_path / "frac_prevs.json").read_text())
+    meta["config"]["causal"] = True
+    (tmp_path / "frac_prevs.json").write_text(json.dumps(meta))
+    cert = certify_tracr(load_tracr(tmp_path / "frac_prevs"), numeric=False)
+    t = cert["heads"][0]["table"]
+    assert t["meets"]["indices=0, one=1"] == 1 and t["meets"]["indices=7, one=1"] == 8
+    assert cert["heads"][0]["leak_bound"]["text"] == "exp(-1/(2*tau))/(1 + exp(-1/(2*tau)))"
+    a3 = cert["answers"]["longer_inputs"]
+    assert a3["status"] == "proved" and a3["all_n"] and a3["exact_up_to"] is None
+    (x,) = [c for c in cert["claims"] if c["role"] == "longer"]
+    assert x["n_hi"] is None and x["status"] == "proved"
+    with mpmath.workdps(30):
+        e = Fraction(cert["outputs"][0]["epsilon"])
+        need = 2 * mpmath.log((1 - mpmath.mpf(e.numerator) / e.denominator) / (mpmath.mpf(e.numerator) / e.denominator))
+        Nc = max(N for N in range(1, 1000) if 100 / mpmath.sqrt(N + 2) >= need)
+    assert cert["answers"]["recompiled"]["N_c"] == Nc
+    assert verify_tracr(cert, rerun_queries=False).ok
