@@ -555,10 +555,16 @@ def answer_min_inv_tau(an: Analysis, n_target: int, timeout_s: float, say=None) 
     K = int(an.info["key_size"])
     ok = all(r.json["status"] == "proved" for r in runs) and ref and ref[0].json["status"] == "refuted"
     c_star = mpmath.sqrt(mpmath.mpf(lam.numerator) ** 2 * K / mpmath.mpf(lam.denominator) ** 2)
+    rec = None
+    if an.key_size_fn is not None and n_target > an.n_table and an.key_size_fn(n_target) != K:
+        Kn = an.key_size_fn(n_target)
+        rec = {"key_size": Kn, "nominal_coldness": mpmath.nstr(mpmath.sqrt(mpmath.mpf(lam.numerator) ** 2 * Kn
+                                                                          / mpmath.mpf(lam.denominator) ** 2), 10),
+               "note": f"a model compiled for max_seq_len {n_target} has key_size {Kn}: it needs this nominal coldness"}
     return {"status": "proved" if ok else "unknown", "n": n_target, "premise": premise,
             "inv_tau": fs(lam), "inv_tau_decimal": _fd(lam), "refuted_below": fs(below), "refuted_below_decimal": _fd(below),
             "binding": node, "tight_numeric": float(need),
-            "nominal_coldness": mpmath.nstr(c_star, 10), "key_size": K,
+            "nominal_coldness": mpmath.nstr(c_star, 10), "key_size": K, "recompiled_for_n": rec,
             "claims": [r.spec.id for r in runs], "claims_below": [r.spec.id for r in ref]}, runs + ref
 
 

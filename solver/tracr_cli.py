@@ -176,7 +176,11 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
     if a2.get("inv_tau") and a2["inv_tau"] != "0":
         con.print(f" 2. smallest 1/tau for every n <= {a2['n']}: {a2['inv_tau_decimal']} {_st(a2['status'])} (refuted at "
                   f"{a2['refuted_below_decimal']}; binding: {a2['binding']}) = nominal coldness {a2['nominal_coldness']} "
-                  f"at key_size {a2['key_size']}")
+                  f"at key_size {a2['key_size']}"
+                  + ("" if a2.get("premise") == "exhaustive" else f" — {a2.get('premise')} premises beyond max_seq_len")
+                  + ("" if not a2.get("recompiled_for_n") else
+                     f"; compiled for max_seq_len {a2['n']}: key_size {a2['recompiled_for_n']['key_size']}, nominal "
+                     f"coldness {a2['recompiled_for_n']['nominal_coldness']}"))
     else:
         con.print(f" 2. smallest 1/tau for n <= {a2.get('n')}: {a2.get('note') or a2.get('reason')}")
     if a3.get("exact_up_to"):
