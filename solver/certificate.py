@@ -565,6 +565,9 @@ class VerifyReport:
 def verify_certificate(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bool = True) -> VerifyReport:
     """Re-check a certificate (module docstring).  Never raises for a bad certificate: every problem
     is reported with the field it concerns.  Valid iff ``report.ok``."""
+    if isinstance(cert, dict) and cert.get("schema") == "softhard-tracr-certificate":
+        from .tracr import verify_tracr  # compiled Tracr models (solver/tracr.py)
+        return verify_tracr(cert, timeout_s=timeout_s, rerun_queries=rerun_queries)
     t0 = time.perf_counter()
     rep = VerifyReport(status=cert.get("status") if isinstance(cert, dict) else None)
     # 1. schema

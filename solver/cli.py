@@ -137,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     certify_cli.register(sub, _common, _positive_int, _tau)
     from . import models_cli  # model files: gap, hahn, run --model, certify --model (THEORY §1, §6)
     models_cli.register(sub, _common, _positive_int, _tau)
+    from . import tracr_cli  # compiled Tracr models: certify --tracr, run --tracr (docs/tracr.md)
+    tracr_cli.register(sub)
     return ap
 
 

@@ -1,0 +1,658 @@
+"""Bounds for compiled (Tracr) transformers: logit tables, structured leaks, MLP discretisation
+margins, and their composition along the model graph (THEORY §2, §3, §6).
+
+The inverse temperature ``1/τ`` is Tracr's *effective coldness* λ (scores are unit scores; see
+:mod:`softhard.constructions.tracr`).  Everything here is exact (Fractions, SymPy Rationals) and
+the expressions contain only the symbols ``n`` and ``tau``.
+
+**Logit table** (per head): the unit score ``s(q, k) = scale·(q W_Q)(k W_K)ᵀ`` for every query
+state q and key state k (the residual restricted to the coordinates ``W_Q``/``W_K`` read) that
+occurs, plus the BOS key.  From the table and the pairs (query state, own key state) that occur
+in one row — every row attends to itself — the *table-level premise* bounds, for any input whose
+rows have these states, BOS's gap as a competitor ``g_B``, the other competitors' gap ``g_N`` and
+the argmax size ``a``, separately for rows where BOS is a competitor and rows where BOS is in the
+argmax.  The *data-level premise* (:mod:`softhard.constructions.tracr_gaps`, exhaustive over the
+lengths ≤ N) has the same shape.
+
+**Structured leak** (THEORY §2 gap lemma, "bound S by summing"): with ``S`` the competitors'
+weight relative to one maximal key, the exact leak is ``δ = S/(a+S)``.  In a row where BOS is a
+competitor, ``S ≤ e^{−g_B λ} + (n − a)·e^{−g_N λ}`` (BOS is one key, the other competitors are the
+``n − a`` non-BOS keys outside A); where BOS is in A, ``S ≤ (n + 1 − a)·e^{−g_N λ}``.  ``δ`` is
+increasing in S and decreasing in a, so ``Θ = max_case t/(a_min + t)`` bounds it.  A head's error
+in written coordinate b is ``δ·|v̄_rest − v̄_A|_b ≤ Θ·D_b`` (D_b the spread of the written values)
+plus ``Σ_a |(W_V W_O)_ab| e_a`` for error already in the values.  Every exponent is ``−g·λ`` with
+g > 0, so the bound is *decreasing in λ* — proving it at a rational ``λ⁻ ≤ λ`` proves it at λ.
+
+**MLP discretisation** (THEORY §3 clean-up, generalised): a ReLU MLP whose error-carrying inputs
+enter every hidden unit along one direction ``z = r·x`` is piecewise linear in z with kinks where a
+unit's pre-activation is 0.  For each hard *context* (the vector ``P`` of hard pre-activations at a
+row) the MLP is affine in z for ``|Δz| ≤ r(P) = min_{u: P_u ≠ 0} |P_u|/|α_u|`` (the distance to
+the nearest kink; α_u the unit's weight along r): if the input error ``e_z ≤ r_min = min_P r(P)``,
+the output moves by at most ``s_b·e_z`` in coordinate b with ``s_b = max_P |Σ_{P_u>0} α_u W2_ub
++ Σ_{P_u=0, σα_u>0} α_u W2_ub|`` (max over σ = ±1) — 0 where every hard value sits on a flat
+step: the MLP then *absorbs* the attention error.  ``e_z ≤ r_min`` is the MLP's *resolution
+condition*, a claim of its own.  An MLP reading several independent error directions falls back to
+the Lipschitz rule of :mod:`softhard.bounds.composed`.
+
+**Composition** (THEORY §6, per coordinate as in :mod:`softhard.bounds.composed`): errors are
+nonnegative rational combinations of the heads' atoms Θ; residual adds sum; the output error is
+the max over its coordinates.  A head whose query or key reads an error-carrying coordinate
+(score perturbation σ > 0) is not supported here (:class:`~softhard.constructions.tracr.UnsupportedModel`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import networkx as nx
+import sympy as sp
+
+from ..constructions.modelfile import HardModel
+from ..constructions.tracr import UnsupportedModel
+from ..constructions.tracr_gaps import CaseStats, HeadStats, MLPStats
+from .composed import (LinForm, _lin_add, _lin_expr, _max_expr, _mlp_step, _spread, _written, activation_boxes,
+                       down, up)
+from .core import n, tau
+
+
+def fs(x: Fraction | None) -> str | None:
+    """Exact text of a Fraction (``p/q`` or ``p``); None stays None."""
+    if x is None:
+        return None
+    return f"{x.numerator}/{x.denominator}" if x.denominator != 1 else str(x.numerator)
+
+
+# --------------------------------------------------------------------------------------------
+# logit tables
+
+
+def describe_state(labels: list[str], coords: list[int], state: tuple) -> str:
+    """Readable state: ``indices=3, one=1`` (categorical blocks by their hot value)."""
+    parts = []
+    cat: dict[str, list[str]] = {}
+    for a, v in zip(coords, state):
+        lab = labels[a]
+        if ":" in lab:
+            name, val = lab.split(":", 1)
+            cat.setdefault(name, [])
+            if v != 0:
+                cat[name].append(val if v == 1 else f"{val}*{fs(v)}")
+        else:
+            parts.append(f"{lab}={fs(v)}")
+    out = [f"{k}={'|'.join(v) if v else '-'}" for k, v in cat.items()]
+    return ", ".join(out + parts) or "(none)"
+
+
+@dataclass
+class LogitTable:
+    """One head's table: ``rows`` (query states, non-BOS), ``cols`` (key states, non-BOS), ``bos``
+    (the BOS key state), ``scores[i][j]`` = s(row i, col j) and ``bos_scores[i]`` = s(row i, BOS)
+    (exact, unit scores); ``bos_row`` the BOS query's scores (cols, then BOS); ``self_pairs``
+    (row index, col index) occurring in one row; ``sees``: per row the columns it meets under the
+    mask; ``levels``; ``pattern``; ``premise`` (the table-level (BOS competitor, BOS in argmax)
+    :class:`CaseStats`)."""
+
+    head: str
+    rows: list[tuple]
+    cols: list[tuple]
+    bos: tuple
+    scores: list[list[Fraction]]
+    bos_scores: list[Fraction]
+    bos_row: list[Fraction]
+    self_pairs: list[tuple[int, int]]
+    sees: dict[int, list[int]]
+    levels: list[Fraction]
+    pattern: str
+    premise: tuple[CaseStats, CaseStats]
+    row_names: list[str] = field(default_factory=list)
+    col_names: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"head": self.head, "pattern": self.pattern, "levels": [fs(v) for v in self.levels],
+                "query_states": self.row_names, "key_states": self.col_names + ["BOS"],
+                "scores": [[fs(v) for v in r] + [fs(b)] for r, b in zip(self.scores, self.bos_scores)],
+                "bos_query_scores": [fs(v) for v in self.bos_row],
+                "self_pairs": [[self.row_names[i], self.col_names[j]] for i, j in self.self_pairs],
+                "meets": {self.row_names[i]: len(js) for i, js in sorted(self.sees.items())},
+                "premise": {"bos_competitor": self.premise[0].to_json(), "bos_in_argmax": self.premise[1].to_json()}}
+
+
+def _score(h, qc, kc, q, k) -> Fraction:
+    qv = [sum((q[t] * h.W_Q[a, c] for t, a in enumerate(qc) if h.W_Q[a, c] != 0), Fraction(0))
+          for c in range(h.W_Q.shape[1])]
+    kv = [sum((k[t] * h.W_K[a, c] for t, a in enumerate(kc) if h.W_K[a, c] != 0), Fraction(0))
+          for c in range(h.W_K.shape[1])]
+    return h.scale * sum((x * y for x, y in zip(qv, kv)), Fraction(0))
+
+
+def logit_table(hm: HardModel, st: HeadStats) -> LogitTable:
+    """The exact logit table of one head over the states seen in ``st`` (module docstring), with its
+    table-level premise and pattern ("aggregate": BOS scored below every query's own key, and every
+    level is 0, the BOS score or a selected score; "selector-width": BOS tied with the top of every
+    row that contains the own key; "other")."""
+    h = next(x for x in hm.all_heads() if x.name == st.name)
+    rows = sorted(st.q_states)
+    cols = sorted(st.k_states)
+    qc, kc = st.q_coords, st.k_coords
+    scores = [[_score(h, qc, kc, q, k) for k in cols] for q in rows]
+    bos_scores = [_score(h, qc, kc, q, st.bos_k) for q in rows]
+    bos_row = [_score(h, qc, kc, st.bos_q, k) for k in cols] + [_score(h, qc, kc, st.bos_q, st.bos_k)]
+    pairs = sorted({(rows.index(q), cols.index(k)) for q, k in st.self_pairs})
+    sees = {i: sorted({cols.index(k) for q, k in st.att_pairs if q == rows[i]}) for i in range(len(rows))}
+    levels = sorted({v for r in scores for v in r} | set(bos_scores))
+    cb, ca = CaseStats(), CaseStats()
+    for i, j in pairs:
+        V = [scores[i][k] for k in sees[i]]  # the key states this query state meets (the mask)
+        b = bos_scores[i]
+        own = h.mask in ("none", "past", "future")  # the row attends to its own key
+        vs = scores[i][j]
+        f = max(b, vs) if own else b
+        # BOS a competitor: the top is a non-BOS score >= the floor and > b
+        tops = [v for v in V if v >= f and v > b]
+        if tops:
+            cb.rows += 1
+            g = min(tops) - b
+            cb.g_bos = g if cb.g_bos is None else min(cb.g_bos, g)
+            for v2 in V:
+                ups = [v for v in tops if v > v2]
+                if ups:
+                    g2 = min(ups) - v2
+                    cb.g_rest = g2 if cb.g_rest is None else min(cb.g_rest, g2)
+            cb.a_min = 1
+        # BOS in the argmax: only if no present key needs to exceed b (the own key is <= b)
+        if b >= f:
+            ca.rows += 1
+            below = [b - v for v in V if v < b]
+            if below:
+                g2 = min(below)
+                ca.g_rest = g2 if ca.g_rest is None else min(ca.g_rest, g2)
+            a = 2 if own and vs == b else 1
+            ca.a_min = a if ca.a_min is None else min(ca.a_min, a)
+    pattern = "other"
+    if pairs and ca.rows == 0 and all(bos_scores[i] < scores[i][j] for i, j in pairs):
+        sel = {v for r in scores for v in r} - {Fraction(0)}
+        if len(sel) == 1 and all(b == next(iter(sel)) / 2 for b in bos_scores):
+            pattern = "aggregate"
+    elif pairs and cb.rows == 0 and all(bos_scores[i] == max(scores[i]) for i, _ in pairs):
+        pattern = "selector-width"
+    t = LogitTable(head=st.name, rows=rows, cols=cols, bos=st.bos_k, scores=scores, bos_scores=bos_scores,
+                   bos_row=bos_row, self_pairs=pairs, sees=sees, levels=levels, pattern=pattern, premise=(cb, ca))
+    t.row_names = [describe_state(hm.labels, qc, q) for q in rows]
+    t.col_names = [describe_state(hm.labels, kc, k) for k in cols]
+    return t
+
+
+def bos_query_ok(t: LogitTable) -> bool:
+    """True when the BOS query's hard argmax over every key state is BOS alone (so Tracr's hard BOS
+    row equals the format's convention)."""
+    return all(v < t.bos_row[-1] for v in t.bos_row[:-1])
+
+
+# --------------------------------------------------------------------------------------------
+# the structured leak
+
+
+def _count(off: int, a: int) -> sp.Expr:
+    """``n + off − a`` competitors, clamped at 0 only where it can be negative for some n ≥ 1."""
+    return n + off - a if 1 + off - a >= 0 else sp.Max(n + off - a, 0)
+
+
+def leak_expr(premise: tuple[CaseStats, CaseStats]) -> sp.Expr:
+    """``Θ(n, τ)``: the structured leak bound of one head from its (BOS competitor, BOS in argmax)
+    premise (module docstring).  0 when no row ever has a competitor.  Gaps are rounded *down* to
+    12 significant digits (:func:`softhard.bounds.composed.down`), keeping the bound rigorous."""
+    cb, ca = premise
+    parts = []
+    if cb.rows and cb.a_min is not None:
+        a = cb.a_min
+        t = sp.exp(-down(cb.g_bos) / tau)
+        if cb.g_rest is not None:
+            t = t + _count(0, a) * sp.exp(-down(cb.g_rest) / tau)
+        parts.append(t / (a + t))
+    if ca.rows and ca.a_min is not None and ca.g_rest is not None:
+        a = ca.a_min
+        t = _count(1, a) * sp.exp(-down(ca.g_rest) / tau)
+        parts.append(t / (a + t))
+    if not parts:
+        return sp.Integer(0)
+    return parts[0] if len(parts) == 1 else sp.Max(*parts)
+
+
+def generic_leak_expr(premise: tuple[CaseStats, CaseStats]) -> sp.Expr:
+    """The generic gap lemma for comparison (THEORY §2, a = 1): ``t/(1+t)``, ``t = n·e^{−γλ}`` with
+    γ the smallest gap of either kind (what :mod:`softhard.bounds.composed` uses)."""
+    gs = [g for c in premise for g in (c.g_bos, c.g_rest) if g is not None and c.rows]
+    if not gs:
+        return sp.Integer(0)
+    t = n * sp.exp(-down(min(gs)) / tau)
+    return t / (1 + t)
+
+
+# --------------------------------------------------------------------------------------------
+# MLP discretisation
+
+
+@dataclass
+class Discretisation:
+    """The discretisation analysis of one MLP for its error direction (module docstring).
+
+    ``direction``: coordinate → coefficient of ``z = r·x``; ``units``: (unit, α_u); ``contexts``:
+    per hard context: ``z`` (the hard value of z), ``margin`` r(P), ``slope`` per output
+    coordinate, the unit nearest a kink; ``r_min`` (None: no kink near any context, every
+    error tolerated), ``slopes`` (coordinate → s_b), ``lipschitz`` (coordinate → the Lipschitz
+    coefficient of :mod:`composed`, for comparison)."""
+
+    mlp: str
+    direction: dict[int, Fraction]
+    units: list[tuple[int, Fraction]]
+    contexts: list[dict]
+    r_min: Fraction | None
+    slopes: dict[int, Fraction]
+    lipschitz: dict[int, Fraction]
+    witness: dict | None = None
+
+    def to_json(self, labels: list[str]) -> dict:
+        return {"mlp": self.mlp, "direction": {labels[a]: fs(c) for a, c in self.direction.items()},
+                "units": len(self.units), "r_min": fs(self.r_min),
+                "r_min_decimal": None if self.r_min is None else float(self.r_min),
+                "slopes": {labels[b]: fs(s) for b, s in self.slopes.items()},
+                "lipschitz": {labels[b]: fs(s) for b, s in self.lipschitz.items()},
+                "attained_by": self.witness,
+                "contexts": [{"z": fs(c["z"]), "z_decimal": float(c["z"]), "margin": fs(c["margin"]),
+                              "margin_decimal": None if c["margin"] is None else float(c["margin"]),
+                              "slope": {labels[b]: fs(s) for b, s in c["slope"].items() if s},
+                              "rows": c.get("rows"), "witness": c.get("witness")} for c in self.contexts]}
+
+
+def _group(m, dirty: list[int]):
+    """Units of MLP ``m`` reading the dirty coordinates, grouped by direction (pivot-normalised)."""
+    groups: dict[tuple, list[tuple[int, Fraction]]] = {}
+    for u in range(m.W1.shape[1]):
+        col = [m.W1[a, u] for a in dirty]
+        piv = next((x for x in col if x != 0), None)
+        if piv is None:
+            continue
+        groups.setdefault(tuple(x / piv for x in col), []).append((u, piv))
+    return groups
+
+
+def discretisation(m, dirty: list[int], contexts: dict[tuple, list], d: int,
+                   z_of: dict[tuple, Fraction] | None = None) -> Discretisation | None:
+    """The discretisation analysis of MLP ``m`` (module docstring) when its units read the dirty
+    coordinates along one direction; None when they read several directions (Lipschitz fallback).
+
+    ``contexts``: hard pre-activation vector (one Fraction per hidden unit) → [rows, (word, row)];
+    ``z_of``: context → the hard value of z (computed from the context when omitted: ``(P_u −
+    c_u)/α_u`` is not available, so z is then reported relative to the first unit's kink).
+    """
+    groups = _group(m, dirty)
+    if len(groups) != 1:
+        return None
+    (key, units), = groups.items()
+    direction = {a: c for a, c in zip(dirty, key) if c != 0}
+    outs = sorted({b for u, _ in units for b in range(d) if m.W2[u, b] != 0})
+    rows = []
+    r_min, slopes, wit = None, {b: Fraction(0) for b in outs}, None
+    for P, info in contexts.items():
+        r = None
+        near = None
+        for u, al in units:
+            if P[u] != 0:
+                x = abs(P[u]) / abs(al)
+                if r is None or x < r:
+                    r, near = x, u
+        slope = {}
+        for b in outs:
+            act = sum((al * m.W2[u, b] for u, al in units if P[u] > 0), Fraction(0))
+            best = Fraction(0)
+            for sg in (1, -1):
+                kink = sum((al * m.W2[u, b] for u, al in units if P[u] == 0 and sg * al > 0), Fraction(0))
+                best = max(best, abs(act + kink))
+            slope[b] = best
+            slopes[b] = max(slopes[b], best)
+        z = z_of.get(P) if z_of else None
+        rows.append({"z": z if z is not None else Fraction(0), "pre": P, "margin": r, "slope": slope, "near_unit": near,
+                     "rows": info[0] if info else None,
+                     "witness": {"word": list(info[1][0]), "row": info[1][1]} if info and info[1] else None})
+        if r is not None and (r_min is None or r < r_min):
+            r_min = r
+            wit = rows[-1]["witness"]
+    rows.sort(key=lambda c: c["z"])
+    lip = {}
+    for b in outs:
+        P_ = sum((max(Fraction(0), al * m.W2[u, b]) for u, al in units), Fraction(0))
+        N_ = sum((max(Fraction(0), -al * m.W2[u, b]) for u, al in units), Fraction(0))
+        lip[b] = max(P_, N_)
+    return Discretisation(mlp=m.name, direction=direction, units=units, contexts=rows, r_min=r_min,
+                          slopes={b: s for b, s in slopes.items()}, lipschitz=lip, witness=wit)
+
+
+# --------------------------------------------------------------------------------------------
+# composition
+
+
+@dataclass
+class TracrBound:
+    """Result of :func:`compose`: per output its error expression (n, τ); ``conditions``: per
+    discretising MLP ``(e_z expression, r_min)`` — the resolution condition ``e_z ≤ r_min``;
+    ``heads``: per head its Θ expression and spreads; ``mlps``: per MLP its rule; ``graph``."""
+
+    outputs: dict[str, sp.Expr]
+    conditions: dict[str, tuple[sp.Expr, Fraction]]
+    heads: dict[str, dict]
+    mlps: dict[str, dict]
+    graph: nx.DiGraph
+    monotone_in_inv_tau: bool = True
+
+
+def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
+            mlp_contexts: dict[str, dict], n_max: int, *, z_values: dict[str, dict] | None = None,
+            label: str = "") -> TracrBound:
+    """Compose the per-head structured leaks and the MLP rules along the model (module docstring).
+
+    ``premises``: head → (BOS-competitor, BOS-in-argmax) :class:`CaseStats`; ``mlp_contexts``:
+    MLP → its hard contexts (from :class:`~softhard.constructions.tracr_gaps.MLPStats` or an
+    extrapolation); ``n_max``: the length the activation boxes (spreads) are computed for.
+    Raises :class:`UnsupportedModel` when a head's query or key reads an error-carrying coordinate.
+    """
+    stages = activation_boxes(hm, min(n_max, hm.n_max) if hm.n_max is not None else n_max)
+    st_iter = iter(stages)
+    d = hm.d
+    e: list[LinForm] = [dict() for _ in range(d)]
+    atoms: list[sp.Expr] = []
+    g = nx.DiGraph()
+    g.graph.update(kind="tracr", name=hm.spec.name, premise=label, d=d, labels=list(hm.labels))
+    g.add_node("embed", kind="embed", layer=0, error="0")
+    prev = "embed"
+    heads: dict[str, dict] = {}
+    mlps: dict[str, dict] = {}
+    conditions: dict[str, tuple[sp.Expr, Fraction]] = {}
+    for li, (hs, ms) in enumerate(zip(hm.heads, hm.mlps)):
+        box = next(st_iter).box
+        new = [dict(f) for f in e]
+        add_node = f"L{li}.add"
+        for h in hs:
+            dirty_qk = [hm.labels[a] for a in range(d) if e[a] and (any(x != 0 for x in h.W_Q[a])
+                                                                     or any(x != 0 for x in h.W_K[a]))]
+            if dirty_qk:
+                raise UnsupportedModel(f"head {h.name} reads coordinate(s) {', '.join(dirty_qk)} that carry soft error "
+                                       "into its query or key (score perturbation sigma > 0): not supported by the "
+                                       "Tracr analysis yet (use certify --model for the generic bound)")
+            theta = leak_expr(premises[h.name])
+            idx = len(atoms)
+            atoms.append(theta)
+            D = _spread(h, box)
+            w = _written(h, e, D, idx)
+            for b in range(d):
+                new[b] = _lin_add(new[b], w[b])
+            node = f"head:{h.name}"
+            err = _max_expr(w, atoms)
+            cb, ca = premises[h.name]
+            g.add_node(node, kind="attn", layer=li, head=h.name, mask=h.mask, rule=h.rule,
+                       bos_competitor=str(cb.to_json()), bos_in_argmax=str(ca.to_json()),
+                       spread_max=str(up(max(D))) if D else "0", theta=str(theta), error=str(err))
+            g.add_edge(prev, node)
+            g.add_edge(node, add_node)
+            heads[h.name] = {"theta": theta, "atom": idx, "node": node, "error": err,
+                             "spread": {hm.labels[b]: fs(x) for b, x in enumerate(D) if x}}
+        e = new
+        if hs:
+            g.add_node(add_node, kind="residual-add", layer=li, error=str(_max_expr(e, atoms)))
+            g.add_edge(prev, add_node)
+            prev = add_node
+        for m in ms:
+            next(st_iter)
+            dirty = [a for a in range(d) if e[a] and any(x != 0 for x in m.W1[a])]
+            node = f"L{li}.{m.name}"
+            if not dirty:
+                mlps[m.name] = {"rule": "exact (reads no error-carrying coordinate)", "node": node}
+                g.add_node(node, kind="ffn", layer=li, rule="exact", error=str(_max_expr(e, atoms)))
+                g.add_edge(prev, node)
+                prev = node
+                continue
+            ctx = mlp_contexts.get(m.name)
+            disc = discretisation(m, dirty, ctx, d, (z_values or {}).get(m.name)) if ctx is not None else None
+            if disc is not None:
+                dz: LinForm = {}
+                for a, c in disc.direction.items():
+                    dz = _lin_add(dz, e[a], abs(c))
+                out = [dict(f) for f in e]
+                for b, s in disc.slopes.items():
+                    if s:
+                        out[b] = _lin_add(out[b], dz, s)
+                cond = _lin_expr(dz, atoms)
+                if disc.r_min is not None:  # None: no kink off the hard values, every input error is tolerated
+                    conditions[m.name] = (cond, disc.r_min)
+                mlps[m.name] = {"rule": "discretisation", "node": node, "analysis": disc, "dz": cond}
+                g.add_node(node, kind="ffn", layer=li, rule="discretisation", r_min=fs(disc.r_min),
+                           condition=f"{cond} <= {fs(disc.r_min)}" if disc.r_min is not None else "none",
+                           slopes=str({hm.labels[b]: fs(s) for b, s in disc.slopes.items() if s}),
+                           error=str(_max_expr(out, atoms)))
+                e = out
+            else:
+                e, groups = _mlp_step(m, e)
+                why = "several error directions" if ctx is not None else "no hard contexts known"
+                mlps[m.name] = {"rule": f"lipschitz ({why})", "node": node, "analysis": disc}
+                g.add_node(node, kind="ffn", layer=li, rule=f"lipschitz ({why})", error=str(_max_expr(e, atoms)))
+            g.add_edge(prev, node)
+            prev = node
+    outputs = {}
+    for o in hm.outputs:
+        expr = _max_expr([e[c] for c in o.coords], atoms)
+        node = f"out:{o.name}"
+        g.add_node(node, kind="output", layer=len(hm.heads), type=o.type,
+                   coordinates=[hm.labels[c] for c in o.coords], error=str(expr))
+        g.add_edge(prev, node)
+        outputs[o.name] = expr
+    return TracrBound(outputs=outputs, conditions=conditions, heads=heads, mlps=mlps, graph=g)
+
+
+# --------------------------------------------------------------------------------------------
+# extrapolation beyond the analysed lengths
+
+
+def token_determined(hm: HardModel, positional: list[int]) -> set[int]:
+    """Coordinates whose value at a non-BOS row is a function of that row's token alone: written
+    by the token embedding (not by the positional table), or by MLPs reading only such
+    coordinates, and never by an attention head."""
+    pos = set(positional)
+    td = {a for a in range(hm.d) if a not in pos}
+    for hs, ms in zip(hm.heads, hm.mlps):
+        for h in hs:
+            VO = h.vo()
+            for b in range(hm.d):
+                if any(VO[a, b] != 0 for a in range(hm.d)):
+                    td.discard(b)
+        for m in ms:
+            ins = {a for a in range(hm.d) if any(x != 0 for x in m.W1[a])}
+            outs = {b for b in range(hm.d) if any(m.W2[u, b] != 0 for u in range(m.W2.shape[0])) or m.b2[b] != 0}
+            if not ins <= td:
+                td -= outs
+    return td
+
+
+def selector_width_contexts(hm: HardModel, m, st: HeadStats, t: LogitTable, mstats: MLPStats,
+                            n_hi: int | None) -> tuple[dict, dict, Fraction | None, str] | None:
+    """Hard contexts of MLP ``m`` for every length ≤ ``n_hi`` (None: every length) when its only
+    error-carrying input is the output of a SelectorWidth-pattern head (BOS always in the argmax,
+    value non-zero only at BOS): the head's hard output is ``v_BOS/a`` with ``a`` from ``a_min`` to
+    ``n + 1``, and every other MLP input is token-determined (its values are those seen).
+
+    Returns ``(contexts, z_of, z_floor, note)`` — for unbounded lengths the contexts of the
+    ``a`` up to the first one below every kink (larger ``a`` only move away from the kinks, with
+    the same slope: the returned ``z_floor`` is that value) — or None when the pattern does not
+    apply.
+    """
+    h = next(x for x in hm.all_heads() if x.name == st.name)
+    if t.pattern != "selector-width":
+        return None
+    VO = h.vo()
+    written = [b for b in range(hm.d) if any(VO[a, b] != 0 for a in range(hm.d))]
+    ins = [a for a in range(hm.d) if any(x != 0 for x in m.W1[a])]
+    dirty = [a for a in ins if a in written]
+    if len(written) != 1 or dirty != written:
+        return None
+    c = written[0]
+    # the value written by each key state: only BOS may be non-zero
+    vk = [sum((x * VO[a, c] for x, a in zip(k, st.k_coords)), Fraction(0)) for k in t.cols]
+    if set(st.v_coords) - set(st.k_coords):
+        return None
+    if any(v != 0 for v in vk):
+        return None
+    vB = sum((x * VO[a, c] for x, a in zip(t.bos, st.k_coords)), Fraction(0))
+    a_min = t.premise[1].a_min
+    if a_min is None or vB <= 0:
+        return None
+    # clean parts of the MLP input seen in the data (rows' inputs minus the dirty coordinate)
+    pos_c = mstats.in_coords.index(c)
+    cleans = {tuple(v for k, v in enumerate(inp) if k != pos_c) for inp in mstats.inputs.values()}
+    others = [a for k, a in enumerate(mstats.in_coords) if k != pos_c]
+    # kinks in z for each clean part
+    kinks = []
+    for cl in cleans:
+        for u in range(m.W1.shape[1]):
+            al = m.W1[c, u]
+            if al == 0:
+                continue
+            base = m.b1[u] + sum((x * m.W1[a, u] for x, a in zip(cl, others)), Fraction(0))
+            kinks.append(-base / al)
+    pos_k = [k for k in kinks if k > 0]
+    if any(k <= 0 for k in kinks):
+        return None  # a kink at or below 0: z = v_BOS/a approaches it as a grows (not extrapolated)
+    # the dirty coordinate must hold exactly the head's output v_BOS/a (no other writer, no offset)
+    for inp in mstats.inputs.values():
+        q = inp[pos_c] / vB if vB else None
+        if q is None or q <= 0 or (1 / q).denominator != 1 or 1 / q < a_min:
+            return None
+    zfloor = min(pos_k) if pos_k else None
+    ctxs, z_of = {}, {}
+    a = a_min
+    limit = (n_hi + 1) if n_hi is not None else None
+    while True:
+        if limit is not None and a > limit:
+            break
+        z = vB / a
+        for cl in cleans:
+            P = tuple(m.b1[u] + z * m.W1[c, u] + sum((x * m.W1[q, u] for x, q in zip(cl, others)), Fraction(0))
+                      for u in range(m.W1.shape[1]))
+            ctxs.setdefault(P, [0, None])
+            z_of[P] = z
+        if limit is None and (zfloor is None or z < zfloor):
+            break  # beyond here z only moves away from every (positive) kink, on the same linear piece
+        a += 1
+        if a > 10**6:
+            return None
+    note = (f"head {h.name} is a SelectorWidth head (BOS always in the argmax, value {fs(vB)} at BOS only): its hard "
+            f"output is {fs(vB)}/a with a in [{a_min}, n+1]")
+    return ctxs, z_of, zfloor, note
+
+
+def key_size_rule(modules: list, blocks_pos: set[str], key_size: int, n_ref: int):
+    """Tracr's key_size as a function of max_seq_len N: the max over heads of the sizes of their
+    query, key, value and output label lists, where a positional block (``indices``) has N labels.
+    Returns ``(fn, text)`` with ``fn(N) -> int``, or ``(None, reason)`` when the module
+    descriptions are missing or do not reproduce ``key_size`` at ``n_ref``."""
+    heads = [h for mo in modules if isinstance(mo, dict) and mo.get("type") == "attn" for h in mo.get("heads", [])]
+    if not heads:
+        return None, "the export has no module descriptions (modules[].heads[].query_labels ...)"
+    sizes = []
+    for h in heads:
+        for k in ("query_labels", "key_labels", "value_labels", "output_labels"):
+            labs = h.get(k) or []
+            npos = sum(1 for lab in labs if str(lab).split(":", 1)[0] in blocks_pos)
+            sizes.append((len(labs) - npos, 1 if npos else 0))
+
+    def fn(N: int) -> int:
+        return max(c + p * N for c, p in sizes)
+
+    if fn(n_ref) != key_size:
+        return None, f"the label counts give key_size {fn(n_ref)}, not config.key_size = {key_size}"
+    c1 = max((c for c, p in sizes if p), default=None)
+    c0 = max((c for c, p in sizes if not p), default=0)
+    if c1 is None:
+        txt = f"key_size(N) = {key_size} for every N (no head reads a positional block)"
+    elif c1 + 1 >= c0:
+        txt = f"key_size(N) = N + {c1} (a head reads the positional block: its label count grows with N)"
+    else:
+        txt = f"key_size(N) = max(N + {c1}, {c0})"
+    return fn, txt
+
+
+def discretising_rule(disc: Discretisation, values: list[Fraction]) -> dict | None:
+    """Recognise Tracr's numerical-to-categorical MLP: every unit reads z with the same slope L, and
+    its kinks (``z − P_u/L`` at each hard context) come in pairs ``(μ − 1/L, μ)`` with ``μ`` the
+    midpoint of two consecutive values of ``values`` (the sop's value set as z).  Returns
+    ``{"slope": L, "max_kink_error": …, "kinks": …}`` when every midpoint has its pair (within
+    float32 rounding of the compiled biases, 10⁻⁵), else None."""
+    al = {a for _, a in disc.units}
+    if len(al) != 1 or len(disc.direction) != 1 or not disc.contexts:
+        return None
+    L = next(iter(al)) * next(iter(disc.direction.values()))
+    if L <= 0:
+        return None
+    ks = set()
+    for c in disc.contexts:
+        for u, a in disc.units:
+            ks.add(c["z"] - c["pre"][u] / a)
+    ks = sorted(ks)
+    if len(ks) != len(disc.units):
+        return None  # the kinks move with the context: not a fixed discretisation of z
+    zs = sorted(set(values))
+    mids = [(a + b) / 2 for a, b in zip(zs, zs[1:])]
+    want = sorted(mids + [mu - 1 / L for mu in mids])
+    if len(want) != len(ks):
+        return None
+    err = max(abs(k - w) for k, w in zip(ks, want))
+    if err > Fraction(1, 10**5):
+        return None
+    return {"slope": L, "max_kink_error": err, "kinks": ks}
+
+
+def selector_width_decoder(L: Fraction, N: int, a_min: int = 2) -> dict:
+    """The hard behaviour of a SelectorWidth count decoder compiled for max_seq_len N with ramp slope
+    L (Tracr's rule, checked against the given weights by :func:`discretising_rule`): the attention
+    output ``z = 1/(w+1)`` for count w; step ``T_k(z) = clamp(L(z − μ_k) + 1, 0, 1)`` at the
+    midpoint ``μ_k`` of ``1/(k+1)`` and ``1/(k+2)``; class scores ``o_0 = T_0``, ``o_k = T_k −
+    T_{k−1}``, ``o_N = 1 − T_{N−1}``.  Exact.  Returns per count w ≥ a_min − 1: the decoded class,
+    whether it is one-hot, its categorical margin, the distance r to the nearest kink and the slope
+    there; plus ``correct_up_to`` (largest w with every count ≤ w decoded right) and the closed
+    form of the condition (``w(w+1) < L``: the ramp between 1/(w+1) and 1/w is narrower than their
+    distance)."""
+    zs = [Fraction(1, w + 1) for w in range(N + 1)]
+    mu = [(zs[k] + zs[k + 1]) / 2 for k in range(N)]
+    kinks = sorted(set(mu + [x - 1 / L for x in mu]))
+
+    def T(k, z):
+        return min(Fraction(1), max(Fraction(0), L * (z - mu[k]) + 1))
+
+    rows = []
+    correct_up_to = None
+    ok = True
+    for w in range(max(a_min - 1, 0), N + 1):
+        z = zs[w]
+        o = [T(0, z)] + [T(k, z) - T(k - 1, z) for k in range(1, N)] + [1 - T(N - 1, z)] if N >= 1 else [Fraction(1)]
+        top = max(range(len(o)), key=lambda k: o[k])
+        srt = sorted(o)
+        margin = (srt[-1] - srt[-2]) / 2 if len(o) > 1 else Fraction(1, 2)
+        r = min(abs(z - k) for k in kinks) if kinks else None
+        inside = any(mu[k] - 1 / L < z < mu[k] for k in range(N))
+        rows.append({"count": w, "z": z, "decoded": top, "one_hot": all(v in (0, 1) for v in o), "outputs": o,
+                     "margin": margin, "r": r, "slope": L if inside else Fraction(0)})
+        ok = ok and top == w and srt[-1] > srt[-2]
+        if ok:
+            correct_up_to = w
+    return {"N": N, "slope": L, "rows": rows, "correct_up_to": correct_up_to,
+            "all_correct": correct_up_to == N,
+            "condition": "count w is decoded correctly iff w(w+1) < L (the ramp of width 1/L between 1/(w+1) and "
+                         "1/w fits into their distance 1/(w(w+1))); one-hot iff 2w(w+1) <= L"}
+
+
+def max_sw_count(L: Fraction) -> int:
+    """Largest w with ``w(w+1) < L`` (every count up to it is decoded correctly)."""
+    w = int(math.isqrt(int(L))) + 2
+    while w > 0 and w * (w + 1) >= L:
+        w -= 1
+    return w
+

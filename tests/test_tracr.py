@@ -1,0 +1,433 @@
+"""Reading compiled Tracr models (issue 8): the mapping, the stored examples, the logit tables, gaps
+and MLP margins computed independently from the raw arrays, bad input, live objects.
+
+The independent computations here follow the export's own recipe (``forward_recipe`` in the
+JSON: ``logits = q·k/√key_size`` on the raw weights, argmax ties averaged for the hard pass) with
+plain NumPy on the ``.npz`` arrays; they share no code with ``softhard.constructions``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import shutil
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from softhard.constructions.errors import ModelFormatError
+from softhard.constructions.exact import ExactEngine
+from softhard.constructions.model import forward
+from softhard.constructions.tracr import UnsupportedModel, from_assembled, load_tracr, parse_labels
+from softhard.constructions.tracr_gaps import analyse
+from softhard.bounds.tracr import logit_table
+from softhard.solver.cli import main
+
+#: copies of ../shared/tracr-models (examples/tracr/README.md)
+DIR = Path(__file__).resolve().parents[1] / "examples" / "tracr"
+MODELS = ["frac_prevs", "hist"]
+
+
+def raw(name):
+    meta = json.loads((DIR / f"{name}.json").read_text())
+    z = np.load(DIR / f"{name}.npz")
+    return meta, {k: np.array(z[k], dtype=np.float64) for k in z.files}
+
+
+@pytest.fixture(scope="module")
+def models():
+    return {m: load_tracr(DIR / m) for m in MODELS}
+
+
+# --------------------------------------------------------------------------------------------
+# an independent forward pass on the raw arrays (the export's recipe)
+
+
+def raw_forward(meta, A, tokens, *, hard: bool):
+    """Residual stream after the model, (T, d), for one input; hard: argmax with ties averaged."""
+    enc = meta["input_encoding"]
+    ids = [enc[meta["bos_token"]]] + [enc[t] for t in tokens]
+    x = A["token_embed.embeddings"][ids] + A["pos_embed.embeddings"][: len(ids)]
+    cfg = meta["config"]
+    K, H = cfg["key_size"], cfg["num_heads"]
+    for layer in range(cfg["num_layers"]):
+        p = f"layer_{layer}."
+        q = (x @ A[p + "attn.query.w"] + A[p + "attn.query.b"]).reshape(len(ids), H, K)
+        k = (x @ A[p + "attn.key.w"] + A[p + "attn.key.b"]).reshape(len(ids), H, K)
+        v = (x @ A[p + "attn.value.w"] + A[p + "attn.value.b"]).reshape(len(ids), H, K)
+        outs = []
+        for h in range(H):
+            logits = q[:, h] @ k[:, h].T / math.sqrt(K)
+            if cfg["causal"]:
+                logits = np.where(np.tril(np.ones_like(logits)) > 0, logits, -np.inf)
+            if hard:
+                w = (logits == logits.max(axis=1, keepdims=True)).astype(float)
+            else:
+                w = np.exp(logits - logits.max(axis=1, keepdims=True))
+            w /= w.sum(axis=1, keepdims=True)
+            outs.append(w @ v[:, h])
+        x = x + np.concatenate(outs, axis=1) @ A[p + "attn.linear.w"] + A[p + "attn.linear.b"]
+        x = x + np.maximum(x @ A[p + "mlp.linear_1.w"] + A[p + "mlp.linear_1.b"], 0) @ A[p + "mlp.linear_2.w"] \
+            + A[p + "mlp.linear_2.b"]
+    return x
+
+
+def decode(meta, x):
+    cols = meta["output_residual_indices"]
+    if meta["output_is_categorical"]:
+        inv = {v: k for k, v in meta["output_encoding"].items()}
+        return [inv[int(np.argmax(r[cols]))] for r in x[1:]]
+    return [float(r[cols[0]]) for r in x[1:]]
+
+
+# --------------------------------------------------------------------------------------------
+# the mapping
+
+
+def test_blocks_and_effective_temperature(models):
+    fp, hi = models["frac_prevs"], models["hist"]
+    assert [(b.name, b.kind, len(b.coords)) for b in fp.blocks] == [
+        ("frac_prevs_3", "numerical", 1), ("indices", "categorical", 8), ("map_5", "numerical", 1),
+        ("one", "numerical", 1), ("tokens", "categorical", 5)]
+    assert next(b for b in hi.blocks if b.name == "hist_6").values == tuple(str(k) for k in range(9))
+    for tm, name in ((fp, "frac_prevs"), (hi, "hist")):
+        meta, _ = raw(name)
+        lo, hi_ = tm.inv_tau_enclosure()
+        K, c = meta["config"]["key_size"], Fraction(meta["softmax_coldness_nominal"])
+        assert lo * lo * K <= c * c <= hi_ * hi_ * K and hi_ - lo <= Fraction(1, 10**27)
+        assert tm.inv_tau_float == pytest.approx(meta["softmax_coldness_effective"], rel=1e-15)
+        assert tm.to_doc()["inv_tau"] == f"{lo.numerator}/{lo.denominator}"
+    # zero modules are omitted, and said so
+    assert "layer_0.attn head 0" in fp.notes[0] and "layer_1.mlp" in fp.notes[0]
+    hm = fp.hard_model()
+    assert [[h.name for h in hs] for hs in hm.heads] == [[], ["L1.H0"]]
+    # query weights divided by the coldness: unit scores 1 (selected) and 1/2 (BOS)
+    assert {x for x in hm.heads[1][0].W_Q.ravel() if x != 0} == {Fraction(1), Fraction(1, 2)}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_stored_examples_hard_exact(models, name):
+    """The 20 stored examples: the exact hard forward pass of the mapped model and the independent
+    raw-array hard pass both decode to the stored RASP outputs, exactly."""
+    meta, A = raw(name)
+    tm = models[name]
+    hm = tm.hard_model()
+    eng = ExactEngine(hm)
+    o = hm.outputs[0]
+    assert len(meta["examples"]) == 20
+    for ex in meta["examples"]:
+        x = eng.run(np.array([hm.encode(ex["input"])], dtype=np.int64)).x
+        vals = [[Fraction(int(v), x.den) for v in x.num[0, i, o.coords]] for i in range(1, len(ex["input"]) + 1)]
+        if o.type == "categorical":
+            got = [o.classes[max(range(len(v)), key=lambda k: v[k])] for v in vals]
+            assert got == [str(r) for r in ex["rasp"]]
+        else:
+            assert [float(v[0]) for v in vals] == [float(r) for r in ex["rasp"]]
+        indep = decode(meta, raw_forward(meta, A, ex["input"], hard=True))
+        if o.type == "categorical":
+            assert indep == [str(r) for r in ex["rasp"]]
+        else:
+            assert indep == pytest.approx([float(r) for r in ex["rasp"]], abs=1e-12)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_stored_examples_soft_at_compiled_temperature(models, name):
+    """Soft at the compiled temperature: the mapped model equals the raw-array recipe and the stored
+    numpy soft outputs to 1e-12, and decodes to the RASP outputs (the certificate proves this for
+    every word of length <= 8)."""
+    meta, A = raw(name)
+    tm = models[name]
+    hm = tm.hard_model()
+    tr = hm.transformer()
+    o = hm.outputs[0]
+    for ex in meta["examples"]:
+        x = forward(tr, tr.encode([ex["input"]]), mode="soft", inv_tau=tm.inv_tau_float).x[0]
+        ref = raw_forward(meta, A, ex["input"], hard=False)
+        # every non-BOS position agrees; the BOS row (whose output Tracr ignores) attends to BOS only in
+        # softhard's format and softly to every key in Tracr: the difference is the BOS row's leak
+        assert np.max(np.abs(x[1:, o.coords] - ref[1:, o.coords])) < 1e-12
+        if o.type == "numerical":
+            assert np.max(np.abs(x[1:, o.coords[0]] - np.array(ex["numpy_soft"], float))) < 1e-12
+            assert np.max(np.abs(x[1:, o.coords[0]] - np.array([float(r) for r in ex["rasp"]]))) < 2e-7
+        else:
+            got = [o.classes[int(np.argmax(r))] for r in x[1:, o.coords]]
+            assert got == [str(r) for r in ex["rasp"]] == [str(r) for r in ex["numpy_soft"]]
+
+
+# --------------------------------------------------------------------------------------------
+# logit tables, gaps and MLP margins, independently
+
+
+def _unit_score(meta, A, xq, xk, layer=None):
+    K = meta["config"]["key_size"]
+    p = f"layer_{layer}.attn."
+    q = (xq @ A[p + "query.w"] + A[p + "query.b"])[:K] / meta["softmax_coldness_nominal"]
+    k = (xk @ A[p + "key.w"] + A[p + "key.b"])[:K]
+    return float(q @ k)
+
+
+def test_logit_table_frac_prevs_from_raw_arrays(models):
+    meta, A = raw("frac_prevs")
+    tm = models["frac_prevs"]
+    hm = tm.hard_model()
+    st = analyse(hm, 8)
+    t = logit_table(hm, st.heads["L1.H0"])
+    enc = meta["input_encoding"]
+    E, P = A["token_embed.embeddings"], A["pos_embed.embeddings"]
+    # the map_5 MLP runs before this head but writes nothing it reads: embedding states suffice
+    for r, rname in zip(t.scores, t.row_names):
+        i = int(rname.split("indices=")[1].split(",")[0])  # query index (0-based)
+        for v, cname in zip(r, t.col_names):
+            j = int(cname.split("indices=")[1].split(",")[0])
+            ind = _unit_score(meta, A, E[enc["x"]] + P[i + 1], E[enc["y"]] + P[j + 1], layer=1)
+            assert float(v) == ind == (1.0 if j <= i else 0.0)
+    bos = _unit_score(meta, A, E[enc["x"]] + P[1], E[enc["BOS"]] + P[0], layer=1)
+    assert {float(b) for b in t.bos_scores} == {bos} == {0.5}
+    assert t.pattern == "aggregate" and [float(v) for v in t.levels] == [0, 0.5, 1]
+    cb, ca = t.premise
+    assert (cb.g_bos, cb.g_rest, cb.a_min, ca.rows) == (Fraction(1, 2), Fraction(1), 1, 0)
+
+
+def test_logit_table_hist_from_raw_arrays(models):
+    meta, A = raw("hist")
+    hm = models["hist"].hard_model()
+    st = analyse(hm, 3)
+    t = logit_table(hm, st.heads["L0.H0"])
+    enc = meta["input_encoding"]
+    E, P = A["token_embed.embeddings"], A["pos_embed.embeddings"]
+    for r, rname, b in zip(t.scores, t.row_names, t.bos_scores):
+        a = rname.split("tokens=")[1].split(",")[0]
+        for v, cname in zip(r, t.col_names):
+            c = cname.split("tokens=")[1]
+            assert float(v) == _unit_score(meta, A, E[enc[a]] + P[1], E[enc[c]] + P[2], layer=0) == float(a == c)
+        assert float(b) == _unit_score(meta, A, E[enc[a]] + P[1], E[enc["BOS"]] + P[0], layer=0) == 1.0
+    assert t.pattern == "selector-width"
+    cb, ca = t.premise
+    assert cb.rows == 0 and (ca.g_rest, ca.a_min) == (Fraction(1), 2)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_premises_brute_force(models, name):
+    """Per row of every word of length <= 4 (raw arrays, float scores — small dyadic values, exact
+    in float64): BOS gap, other competitors' gap and argmax size per case, against the module."""
+    meta, A = raw(name)
+    hm = models[name].hard_model()
+    st = analyse(hm, 4)
+    (hname, hs), = st.heads.items()
+    layer = hs.layer
+    K = meta["config"]["key_size"]
+    c = meta["softmax_coldness_nominal"]
+    found = {"B": [None, None, None], "A": [None, None]}
+
+    def upd(lst, k, v):
+        lst[k] = v if lst[k] is None else min(lst[k], v)
+
+    for n in range(1, 5):
+        for w in itertools.product(meta["vocab"], repeat=n):
+            x = raw_forward_until(meta, A, w, layer)
+            p = f"layer_{layer}.attn."
+            q = (x @ A[p + "query.w"])[:, :K] / c
+            kk = (x @ A[p + "key.w"])[:, :K]
+            S = q @ kk.T
+            for i in range(1, n + 1):
+                s = S[i]
+                top = s.max()
+                A_ = [j for j in range(n + 1) if s[j] == top]
+                rest = [s[j] for j in range(1, n + 1) if j not in A_]
+                if 0 in A_:
+                    if rest:
+                        upd(found["A"], 0, top - max(rest))
+                    upd(found["A"], 1, len(A_))
+                else:
+                    upd(found["B"], 0, top - s[0])
+                    if rest:
+                        upd(found["B"], 1, top - max(rest))
+                    upd(found["B"], 2, len(A_))
+    cb, ca = hs.bos_competitor, hs.bos_in_argmax
+    f = lambda v: None if v is None else float(v)  # noqa: E731
+    assert [f(cb.g_bos), f(cb.g_rest), cb.a_min] == found["B"]
+    assert [f(ca.g_rest), ca.a_min] == found["A"]
+
+
+def raw_forward_until(meta, A, tokens, layer):
+    """Residual entering ``layer`` (raw arrays, hard)."""
+    m = dict(meta)
+    m["config"] = dict(meta["config"], num_layers=layer)
+    return raw_forward(m, A, tokens, hard=True)
+
+
+def test_hist_mlp_margins_from_raw_arrays(models):
+    """The discretisation margins of hist's counting MLP: the distance of each hard input value
+    1/(w+1) to the nearest kink -(W1[one]+b1)/W1[attn], from the raw float32-valued weights."""
+    meta, A = raw("hist")
+    labels = meta["residual_labels"]
+    W1, b1 = A["layer_0.mlp.linear_1.w"], A["layer_0.mlp.linear_1.b"]
+    ia, io = labels.index("hist_6_selector_width_attn_output"), labels.index("one")
+    kinks = [-(Fraction(W1[io, u]) + Fraction(b1[u])) / Fraction(W1[ia, u]) for u in range(W1.shape[1]) if W1[ia, u]]
+    margins = {Fraction(1, w + 1): min(abs(Fraction(1, w + 1) - k) for k in kinks) for w in range(1, 9)}
+    from softhard.solver.tracr import analyse as full, model_info
+    tm = models["hist"]
+    an = full(tm.hard_model(), model_info(tm))
+    disc = an.bound.mlps["L0.mlp"]["analysis"]
+    assert {c["z"]: c["margin"] for c in disc.contexts} == margins
+    assert disc.r_min == min(margins.values()) == margins[Fraction(1, 8)]
+    # 1/8 and 1/9 sit on ramps (slope 100): Tracr's ramp width 1/100 exceeds half their distance
+    assert {c["z"] for c in disc.contexts if any(c["slope"].values())} == {Fraction(1, 8), Fraction(1, 9)}
+    assert set(disc.slopes.values()) == {0, 100}
+
+
+# --------------------------------------------------------------------------------------------
+# bad input: one line naming the file and the field, exit 2
+
+
+def _copy(tmp_path, name="frac_prevs"):
+    for ext in (".json", ".npz"):
+        shutil.copy(DIR / f"{name}{ext}", tmp_path / f"{name}{ext}")
+    return tmp_path / name
+
+
+def _edit_npz(stem, fn):
+    z = dict(np.load(f"{stem}.npz"))
+    fn(z)
+    np.savez(f"{stem}.npz", **z)
+
+
+def _edit_json(stem, fn):
+    p = Path(f"{stem}.json")
+    d = json.loads(p.read_text())
+    fn(d)
+    p.write_text(json.dumps(d))
+
+
+BAD = [
+    ("missing array", lambda s: _edit_npz(s, lambda z: z.pop("layer_1.attn.query.w")),
+     "frac_prevs.npz: layer_1.attn.query.w: missing array"),
+    ("shape", lambda s: _edit_npz(s, lambda z: z.__setitem__("layer_1.attn.key.w", z["layer_1.attn.key.w"][:, :9])),
+     "frac_prevs.npz: layer_1.attn.key.w: expected shape (16, 10)"),
+    ("config disagrees", lambda s: _edit_json(s, lambda d: d["config"].__setitem__("key_size", 12)),
+     "frac_prevs.npz: layer_0.attn.query.w: expected shape (16, 12)"),
+    ("label", lambda s: _edit_json(s, lambda d: d["residual_labels"].__setitem__(3, ":2")),
+     "frac_prevs.json: residual_labels[3]: label ':2' does not parse as NAME or NAME:VALUE"),
+    ("label split", lambda s: _edit_json(s, lambda d: d["residual_labels"].__setitem__(15, "indices:9")),
+     "frac_prevs.json: residual_labels[15]: label 'indices:9' repeats block 'indices'"),
+    ("missing field", lambda s: _edit_json(s, lambda d: d.pop("vocab")), "frac_prevs.json: vocab: missing"),
+    ("d_model", lambda s: _edit_json(s, lambda d: d.__setitem__("d_model", 17)), "frac_prevs.json: d_model: 17 but"),
+    ("temperature", lambda s: _edit_json(s, lambda d: d.__setitem__("softmax_coldness_effective", 100.0)),
+     "frac_prevs.json: softmax_coldness_effective: 100.0 but"),
+    ("nan", lambda s: _edit_npz(s, lambda z: z["layer_0.mlp.linear_1.w"].__setitem__((13, 0), np.nan)),
+     "frac_prevs.npz: layer_0.mlp.linear_1.w: contains a non-finite number at [13, 0]"),
+    ("unembed", lambda s: _edit_npz(s, lambda z: z["unembed.w"].__setitem__((1, 0), 1.0)),
+     "frac_prevs.npz: unembed.w: is not the 0/1 projection"),
+    ("extra layer", lambda s: _edit_npz(s, lambda z: z.__setitem__("layer_2.mlp.linear_1.b", np.zeros(1))),
+     "frac_prevs.npz: layer_2.mlp.linear_1.b: belongs to a layer beyond config.num_layers = 2"),
+    ("layer norm", lambda s: _edit_json(s, lambda d: d.__setitem__("layer_norm", True)),
+     "frac_prevs.json: layer_norm: layer normalisation is not part"),
+    ("bad json", lambda s: Path(f"{s}.json").write_text('{"vocab": [1,'), "frac_prevs.json:1:14: not valid JSON"),
+    ("no npz", lambda s: Path(f"{s}.npz").unlink(), "frac_prevs.npz: cannot read"),
+]
+
+
+@pytest.mark.parametrize("case,edit,message", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_one_line_exit_2(tmp_path, capsys, case, edit, message):
+    stem = _copy(tmp_path)
+    edit(str(stem))
+    rc = main(["certify", "--tracr", str(stem), "--no-numeric"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert len(err.splitlines()) == 1, err
+    assert message in err, err
+
+
+def test_bos_row_read_by_a_later_head_is_refused(tmp_path):
+    """A layer-0 head writing map_5 (read as a value by layer 1): the format's BOS convention would
+    differ from Tracr's at the BOS row — refused with the reason."""
+    stem = _copy(tmp_path)
+    meta, _ = raw("frac_prevs")
+    lab = meta["residual_labels"]
+
+    def edit(z):
+        z["layer_0.attn.value.w"][lab.index("tokens:x"), 0] = 1.0
+        z["layer_0.attn.linear.w"][0, lab.index("map_5")] = 1.0
+    _edit_npz(str(stem), edit)
+    with pytest.raises(UnsupportedModel, match="head L1.H0 reads .* 'map_5', which head L0.H0 wrote at the BOS row"):
+        load_tracr(stem)
+
+
+def test_score_perturbation_is_refused(tmp_path):
+    """A head whose query reads an earlier head's (soft) output: sigma > 0 is not supported."""
+    from softhard.solver.tracr import certify_tracr
+    stem = _copy(tmp_path)
+    meta, _ = raw("frac_prevs")
+    lab = meta["residual_labels"]
+
+    def edit(z):
+        z["layer_0.attn.value.w"][lab.index("tokens:x"), 0] = 1.0
+        z["layer_0.attn.linear.w"][0, lab.index("frac_prevs_3")] = 1.0
+        z["layer_1.attn.query.w"][lab.index("frac_prevs_3"), 0] = 100.0
+    _edit_npz(str(stem), edit)
+    tm = load_tracr(stem)
+    with pytest.raises(UnsupportedModel, match="head L1.H0 reads coordinate.* frac_prevs_3 .*sigma > 0"):
+        certify_tracr(tm, numeric=False)
+
+
+def test_parse_labels_errors():
+    with pytest.raises(ModelFormatError, match=r"x.json: residual_labels\[1\]: label 'a:' does not parse"):
+        parse_labels(["one", "a:"], where="x.json: residual_labels")
+    with pytest.raises(ModelFormatError, match="both numerical and categorical"):
+        parse_labels(["a", "a:1"])
+    with pytest.raises(ModelFormatError, match="expected a string"):
+        parse_labels(["a", 3])
+    assert parse_labels(["t:a:b"])[0].values == ("a:b",)  # a value may contain ':'
+
+
+# --------------------------------------------------------------------------------------------
+# a live compiled model (duck-typed; tracr is not installed)
+
+
+class _Cfg:
+    def __init__(self, c):
+        self.num_layers, self.num_heads = c["num_layers"], c["num_heads"]
+        self.key_size, self.mlp_hidden_size = c["key_size"], c["mlp_hidden_size"]
+        self.causal, self.layer_norm = c["causal"], False
+
+
+class _Enc:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class FakeAssembled:
+    """The attributes of tracr's AssembledTransformerModel that the reader uses, built from an export."""
+
+    def __init__(self, name):
+        meta, A = raw(name)
+        self.model_config = _Cfg(meta["config"])
+        self.residual_labels = list(meta["residual_labels"])
+        self.input_encoder = _Enc(encoding_map=dict(meta["input_encoding"]), bos_token="BOS", pad_token="PAD")
+        if meta["output_is_categorical"]:
+            self.output_encoder = _Enc(decoding_map={v: int(k) for k, v in meta["output_encoding"].items()})
+        else:
+            self.output_encoder = None
+        self.params = {"token_embed": {"embeddings": A["token_embed.embeddings"]},
+                       "pos_embed": {"embeddings": A["pos_embed.embeddings"]}}
+        for li in range(meta["config"]["num_layers"]):
+            for nm in ("query", "key", "value", "linear"):
+                self.params[f"transformer/layer_{li}/attn/{nm}"] = {s: A[f"layer_{li}.attn.{nm}.{s}"] for s in "wb"}
+            for nm in ("linear_1", "linear_2"):
+                self.params[f"transformer/layer_{li}/mlp/{nm}"] = {s: A[f"layer_{li}.mlp.{nm}.{s}"] for s in "wb"}
+
+
+@pytest.mark.parametrize("name,output", [("hist", None), ("frac_prevs", "frac_prevs_3")])
+def test_live_object(models, name, output):
+    tm = from_assembled(FakeAssembled(name), name=name, output=output)
+    ref = models[name]
+    assert tm.coldness == 100 and tm.coldness_source.startswith("inferred")
+    a, b = tm.to_doc(), ref.to_doc()
+    for k in ("alphabet", "residual", "token_embedding", "positional", "layers", "inv_tau"):
+        assert a[k] == b[k], k
+    assert a["outputs"][0]["name"] == ref.output["name"]
+    with pytest.raises(ModelFormatError, match="numerical output's residual label must be given"):
+        from_assembled(FakeAssembled("frac_prevs"))
