@@ -82,6 +82,19 @@ def _box(lo: int, hi: int) -> flint.arb:
     return flint.arb(flint.fmpq(lo + hi, 2), flint.fmpq(hi - lo, 2))
 
 
+def exceeds(expr: sp.Expr, tol: Fraction, nv: int, prec: int = 256) -> tuple[bool, str]:
+    """Rigorously ``expr(nv) > tol``?  Both balls are built at ``prec`` bits (a tolerance ball at
+    the default 53 bits could hide a violation of relative size 1e-16).  Returns the verdict and
+    the value's ball as text (20 digits)."""
+    old = flint.ctx.prec
+    flint.ctx.prec = prec
+    try:
+        v = arb_eval(expr, flint.arb(nv))
+        return bool(v > _arb_rational(tol.numerator, tol.denominator)), v.str(20)
+    finally:
+        flint.ctx.prec = old
+
+
 def value_at(expr: sp.Expr, nv: int, prec: int = 256) -> flint.arb:
     """Rigorous ball for ``expr(nv)`` at an integer ``nv``."""
     old = flint.ctx.prec
@@ -111,10 +124,10 @@ def arb_check(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: in
     unbounded claim is checked on ``[lo, 2^40]`` and the remainder reported as unknown unless the
     expression does not depend on n)."""
     t0 = time.perf_counter()
-    eta_b = _arb_rational(eta.numerator, eta.denominator)
     old = flint.ctx.prec
     flint.ctx.prec = prec
     try:
+        eta_b = _arb_rational(eta.numerator, eta.denominator)  # at the working precision, not 53 bits
         if not expr.has(n):
             v = arb_eval(expr, flint.arb(lo))
             return _decide_point(v, eta_b, lo, 1, t0)
@@ -133,6 +146,7 @@ def arb_check(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: in
                 if v > eta_b:
                     return ArbResult("refuted", boxes, time.perf_counter() - t0, counterexample=a, value=v.str(20))
                 flint.ctx.prec *= 2
+                eta_b = _arb_rational(eta.numerator, eta.denominator)
                 if flint.ctx.prec > 4096:
                     return ArbResult("unknown", boxes, time.perf_counter() - t0,
                                      reason=f"value at n={a} indistinguishable from eta at 4096 bits")

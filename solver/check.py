@@ -28,7 +28,7 @@ import sympy as sp
 import z3
 
 from ..constructions.errors import SolverError
-from .arbcheck import ArbResult, arb_check, value_at
+from .arbcheck import ArbResult, arb_check
 from .encode import Query, build_query
 
 DEFAULT_TIMEOUT_S = 20.0
@@ -149,9 +149,8 @@ def run_z3(smtlib: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[str, str,
 
 
 def _violates(expr: sp.Expr, eta: Fraction, nv: int) -> tuple[bool, str]:
-    import flint
-    v = value_at(expr, nv)
-    return bool(v > flint.arb(flint.fmpq(eta.numerator, eta.denominator))), v.str(20)
+    from .arbcheck import exceeds
+    return exceeds(expr, eta, nv, prec=512)
 
 
 def _z3_ranges(claim: Claim, lo: int, hi: int | None, runs: list[QueryRun], *, timeout_s: float,

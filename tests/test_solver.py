@@ -203,3 +203,12 @@ def test_find_tau_is_tight():
     # just below the certified value it is refuted
     below = round_up(tight * (1 - mpmath.mpf(10) ** -7))
     assert check_claim(make(below), minimise=False).status == "refuted"
+
+
+def test_refutation_resolves_tiny_excess():
+    """A claim exceeded by 1e-20 relative is refuted at the right n by both methods (tolerance balls
+    are built at the working precision, not 53 bits)."""
+    expr = sp.Rational(1, 4) * (1 + sp.Rational(1, 10**20)) * encode.n / 5
+    r = check_claim(Claim(expr, Q14, 1, 10))
+    assert r.status == "refuted" and r.counterexample == 5
+    assert r.second_check.status == "refuted" and r.second_check.counterexample == 5
