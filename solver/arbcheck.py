@@ -11,6 +11,7 @@ code beyond SymPy's expression tree.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -152,7 +153,7 @@ def arb_check(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: in
                                      reason=f"value at n={a} indistinguishable from eta at 4096 bits")
                 stack.append((a, b))
                 continue
-            m = (a + b) // 2 if b - a < 4 * a else int((a * b) ** 0.5)
+            m = (a + b) // 2 if b - a < 4 * a else math.isqrt(a * b)
             m = min(max(m, a), b - 1)
             stack.append((m + 1, b))
             stack.append((a, m))  # left first: finds the leftmost violation of a monotone bound first

@@ -19,6 +19,7 @@ n is treated as a real in each box (a stronger claim); counterexamples are integ
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import time
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ import sympy as sp
 import z3
 
 from ..constructions.errors import SolverError
-from .arbcheck import ArbResult, arb_check
+from .arbcheck import value_at, ArbResult, arb_check
 from .encode import Query, build_query
 
 DEFAULT_TIMEOUT_S = 20.0
@@ -189,6 +190,12 @@ def _z3_ranges(claim: Claim, lo: int, hi: int | None, runs: list[QueryRun], *, t
         # spurious: split (or refine precision at a single integer)
         if b is not None and a == b:
             if prec >= 2048:
+                try:
+                    finite = value_at(claim.expr, a).is_finite()
+                except (ZeroDivisionError, ValueError):
+                    finite = False
+                if not finite:
+                    return "unknown", f"the bound is undefined at n = {a} (a denominator vanishes there)", None, None
                 return "unknown", f"enclosures at n = {a} too loose even at {prec} bits", None, None
             stack.append((a, b, prec * 2))
             continue
@@ -197,7 +204,7 @@ def _z3_ranges(claim: Claim, lo: int, hi: int | None, runs: list[QueryRun], *, t
             stack.append((m + 1, None, prec))
             stack.append((a, m, prec))
             continue
-        m = (a + b) // 2 if b - a < 4 * a else int((a * b) ** 0.5)
+        m = (a + b) // 2 if b - a < 4 * a else math.isqrt(a * b)
         m = min(max(m, a), b - 1)
         stack.append((m + 1, b, prec))
         stack.append((a, m, prec))

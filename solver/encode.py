@@ -104,15 +104,14 @@ def iv_eval(expr: sp.Expr, n_box):
         # max/min are monotone in each argument: combine lower ends and upper ends separately
         # (an infinite end is None in _ends and compares as ∓∞)
         vals = [iv_eval(a, n_box) for a in expr.args]
-        ninf, pinf = Fraction(-(10**400)), Fraction(10**400)
 
-        def lo_key(v):
+        def lo_key(v):  # −∞ (None) sorts below every finite lower end
             a = _ends(v)[0]
-            return ninf if a is None else a
+            return (0, Fraction(0)) if a is None else (1, a)
 
-        def hi_key(v):
+        def hi_key(v):  # +∞ (None) sorts above every finite upper end
             b = _ends(v)[1]
-            return pinf if b is None else b
+            return (1, Fraction(0)) if b is None else (0, b)
 
         pick = max if isinstance(expr, sp.Max) else min
         lo = pick(vals, key=lo_key).a
@@ -209,7 +208,7 @@ class _Translator:
         self.nvar = nvar
         self.ctx = nvar.ctx
         self.atoms = atoms
-        self.nonzero: list[z3.ArithRef] = []
+        self.nonzero: list[tuple[z3.ArithRef, sp.Expr]] = []  # (denominator in Z3, the same in SymPy)
         self.roots: dict[sp.Expr, z3.ArithRef] = {}  # radicand -> R with R >= 0, R^2 = radicand
         self.root_defs: list = []
 
@@ -232,17 +231,18 @@ class _Translator:
         if e.is_Add:
             return z3.Sum([self(a) for a in e.args])
         if e.is_Mul:
-            num, den = [], []
+            num, den, sden = [], [], []
             for a in e.args:
                 if a.is_Pow and a.exp.is_Integer and int(a.exp) < 0:
                     den.append(self(a.base) if int(a.exp) == -1 else self(a.base) ** (-int(a.exp)))
+                    sden.append(a.base ** (-int(a.exp)))
                 else:
                     num.append(self(a))
             top = num[0] if len(num) == 1 else (z3.Product(num) if num else z3.RealVal(1, self.ctx))
             if not den:
                 return top
             bot = den[0] if len(den) == 1 else z3.Product(den)
-            self.nonzero.append(bot)
+            self.nonzero.append((bot, sp.Mul(*sden)))
             return top / bot
         if _is_sqrt_power(e):
             k = int(e.exp * 2)
@@ -250,7 +250,7 @@ class _Translator:
             if k >= 0:
                 return r**k if k != 1 else r
             d = r ** (-k) if k != -1 else r
-            self.nonzero.append(d)
+            self.nonzero.append((d, sp.Pow(e.base, -e.exp)))
             return 1 / d
         if e.is_Pow and e.exp.is_Integer:
             k = int(e.exp)
@@ -258,7 +258,7 @@ class _Translator:
             if k >= 0:
                 return b**k if k != 1 else b
             d = b ** (-k) if k != -1 else b
-            self.nonzero.append(d)
+            self.nonzero.append((d, e.base ** (-k)))
             return 1 / d
         if isinstance(e, sp.Max) or isinstance(e, sp.Min):
             args = [self(a) for a in e.args]
@@ -328,7 +328,20 @@ def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: 
     body = tr(expr)
     for c in tr.root_defs:
         s.add(c)
-    for d in tr.nonzero:
-        s.add(d != 0)
+    # "denominator ≠ 0" may be assumed only where interval arithmetic shows it on the whole box;
+    # otherwise the bound may have a pole there, Z3's division is unconstrained, and the box can
+    # only end "unknown" (never proved)
+    for zd, sd in tr.nonzero:
+        try:
+            old_prec = iv.prec
+            iv.prec = prec
+            try:
+                lo_d, hi_d = _ends(iv_eval(sd, n_interval(lo, hi)))
+            finally:
+                iv.prec = old_prec
+        except (SolverError, ZeroDivisionError, ValueError):
+            continue
+        if (lo_d is not None and lo_d > 0) or (hi_d is not None and hi_d < 0):
+            s.add(zd != 0)
     s.add(body > q(Fraction(eta), ctx))
     return Query(smtlib=s.to_smt2(), lo=lo, hi=hi, atoms=atoms, prec=prec)

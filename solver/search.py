@@ -82,7 +82,8 @@ def find_inv_tau(make_claim: Callable[[Fraction], Claim], leak_at: Callable[[int
 
 
 def empirical_inv_tau(model, node: str, key_label: str, n: int, eta: Fraction, *, start: float,
-                      rel_tol: float = 1e-9, max_runs: int = 60) -> tuple[float, int]:
+                      rel_tol: float = 1e-9, max_runs: int = 60,
+                      patterns: tuple[str, ...] = ("ones", "zeros")) -> tuple[float, int]:
     """Smallest ``1/τ`` at which the actual head ``node`` of ``model``, run on its attaining key
     patterns at length ``n`` (:func:`softhard.constructions.adversarial.key_pattern_leak`), leaks
     at most η (numeric, not a proof).
@@ -90,7 +91,8 @@ def empirical_inv_tau(model, node: str, key_label: str, n: int, eta: Fraction, *
     The leak decreases in ``1/τ`` and its logarithm is close to linear in ``1/τ`` (a geometric
     sum), so a bracketed Illinois (modified regula falsi) iteration on ``log leak − log η``
     converges in a handful of runs; ``rel_tol`` is the final bracket width relative to 1/τ.
-    ``start``: initial guess (e.g. the tight numeric requirement).  Returns ``(1/τ, runs)``.
+    ``start``: initial guess (e.g. the tight numeric requirement); ``patterns``: the key patterns
+    the head can see (``("ones",)`` for a key ≡ 1).  Returns ``(1/τ, runs)``.
     """
     import math
 
@@ -99,7 +101,7 @@ def empirical_inv_tau(model, node: str, key_label: str, n: int, eta: Fraction, *
     le = math.log(float(eta))
     runs = 1
     # the binding pattern at the starting point (b ≡ 1 for case A, b ≡ 0 for case B)
-    pattern = (key_pattern_leak(model, node, key_label, n, start).pattern,)
+    pattern = (key_pattern_leak(model, node, key_label, n, start, patterns=patterns).pattern,)
 
     def g(x):
         nonlocal runs

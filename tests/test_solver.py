@@ -212,3 +212,24 @@ def test_refutation_resolves_tiny_excess():
     r = check_claim(Claim(expr, Q14, 1, 10))
     assert r.status == "refuted" and r.counterexample == 5
     assert r.second_check.status == "refuted" and r.second_check.counterexample == 5
+
+
+@pytest.mark.parametrize("expr,lo,hi,eta", [
+    ((encode.n - 3) ** -2 - 100, 1, 5, Fraction(0)),        # a pole at n = 3
+    (1 / (encode.n - 3), 3, 5, Fraction(1)),
+    (1 / sp.sqrt(encode.n - 3), 3, 5, Fraction(1)),
+])
+def test_a_pole_is_never_proved(expr, lo, hi, eta):
+    """'denominator ≠ 0' is assumed only where interval arithmetic shows it; at a pole the claim is
+    undefined and must end unknown (found by review: it used to be proved)."""
+    r = check_claim(Claim(expr, eta, lo, hi), max_boxes=60, total_s=30)
+    assert r.status == "unknown" and "undefined at n = 3" in r.reason
+
+
+def test_max_with_huge_finite_ends_is_enclosed_soundly():
+    """Max(n, 10^401) on [1, ∞) has upper end +∞, not 10^401 (a sentinel used to win)."""
+    e = sp.Max(encode.n, 10**401)
+    lo_, hi_ = encode._ends(encode.iv_eval(e, encode.n_interval(1, None)))
+    assert hi_ is None and 0.99 * 10**401 <= lo_ <= 10**401  # outward rounded
+    r = check_claim(Claim(sp.exp(e / 10**401), Fraction(3), 1, None), max_boxes=30, total_s=20)
+    assert r.status != "proved"
