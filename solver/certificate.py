@@ -42,7 +42,7 @@ from ..bounds.derive import NodeBound, latex
 from ..constructions.counting import adversarial_layernorm_words
 from ..constructions.errors import CertificateError, ParameterError, SearchFailed
 from ..constructions.simulate import adversarial_words, all_words, random_words
-from .arbcheck import exceeds
+from .arbcheck import arb_check, exceeds
 from .check import Claim, ClaimResult, check_claim, run_z3
 from .encode import build_query
 from .pipeline import Construction, rebuild
@@ -123,6 +123,32 @@ def claim_specs(c: Construction, inv_tau: Fraction, n_lo: int, n_max: int, all_n
                                  n_lo=lo, n_hi=hi, template=nb)
         out[key].nodes.append(v)
     return list(out.values())
+
+
+def node_static(nb: NodeBound, n_lo: int, n_max: int, all_n: bool) -> dict:
+    """The parts of a certificate's node row that are derived from the bound alone (verify
+    regenerates and compares them)."""
+    b = nb.bound
+    return {
+        "node": nb.node, "operator": nb.operator, "layer": nb.layer, "kind": b.kind,
+        "bound": {"srepr": sp.srepr(b.leak), "text": str(b.leak), "latex": latex(b.leak),
+                  "tolerance": str(b.tolerance), "valid_for_n_ge": b.n_min, "source": b.source,
+                  "attained_by": b.attained_by},
+        "condition": (f"{b.kind} error <= {b.tolerance} for every integer n in "
+                      f"[{max(n_lo, b.n_min)}, {'inf' if all_n else n_max}]"
+                      + (f"; for n < {b.n_min} only BOS is attendable and the error is 0" if b.n_min > n_lo else "")),
+    }
+
+
+def construction_static(c: Construction, inv_tau: Fraction) -> dict:
+    """The derived parts of a certificate's ``construction`` section (verify compares them)."""
+    return {
+        "title": c.title, "kind": c.kind, "regime": c.regime,
+        "positional": c.model.positional_name, "bounded_positional": c.model.bounded,
+        "params": {k: frac_str(v) for k, v in c.params.items()},
+        "tau": frac_str(1 / inv_tau), "inv_tau": frac_str(inv_tau),
+        "inv_tau_decimal": mpmath.nstr(mpmath.mpf(inv_tau.numerator) / inv_tau.denominator, 15),
+    }
 
 
 def _claim_json(cs: ClaimSpec, r: ClaimResult) -> dict:
@@ -331,15 +357,8 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
     nodes = []
     for v, nb in c.bounds.items():
         cs = by_node.get(v)
-        b = nb.bound
         nodes.append({
-            "node": v, "operator": nb.operator, "layer": nb.layer, "kind": b.kind,
-            "bound": {"srepr": sp.srepr(b.leak), "text": str(b.leak), "latex": latex(b.leak),
-                      "tolerance": str(b.tolerance), "valid_for_n_ge": b.n_min, "source": b.source,
-                      "attained_by": b.attained_by},
-            "condition": (f"{b.kind} error <= {b.tolerance} for every integer n in "
-                          f"[{max(n_lo, b.n_min)}, {'inf' if all_n else n_max}]"
-                          + (f"; for n < {b.n_min} only BOS is attendable and the error is 0" if b.n_min > n_lo else "")),
+            **node_static(nb, n_lo, n_max, all_n),
             "claim": cs.id if cs else None,
             "status": results[cs.id].status if cs else "proved",
             "numeric": (num or {}).get("nodes", {}).get(v),
@@ -352,14 +371,8 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "tool": _versions(),
         "source": c.source,
-        "construction": {
-            "title": c.title, "kind": c.kind, "regime": c.regime,
-            "positional": c.model.positional_name, "bounded_positional": c.model.bounded,
-            "params": {k: frac_str(v) for k, v in c.params.items()},
-            "tau": frac_str(1 / inv_tau), "inv_tau": frac_str(inv_tau),
-            "inv_tau_decimal": mpmath.nstr(mpmath.mpf(inv_tau.numerator) / inv_tau.denominator, 15),
-            "tau_choice": "found by --find-tau" if find_tau else "given",
-        },
+        "construction": {**construction_static(c, inv_tau),
+                         "tau_choice": "found by --find-tau" if find_tau else "given"},
         "range": {"n_min": n_lo, "n_max": n_max, "all_n": all_n},
         "graph": json.loads(json.dumps(graph_data(c.graph))),
         "nodes": nodes,
@@ -608,6 +621,18 @@ def verify_certificate(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bo
     if graph_data(c.graph) != cert["graph"]:
         rep.add("graph", "stored computation graph differs from the one compiled from source")
     rng = cert["range"]
+    # the range as the stored claims were made for it (an edited range shows up here first)
+    his = {x["n_hi"] for x in cert["claims"]}
+    if len(his) == 1 and cert["claims"]:
+        (hi_claims,) = his
+        if hi_claims is None and not rng["all_n"]:
+            rep.add("range.all_n", "the claims are for all n, the range says otherwise")
+        elif hi_claims is not None and rng["all_n"]:
+            rep.add("range.all_n", f"the claims stop at n = {hi_claims}, the range says all n")
+        elif hi_claims is not None and hi_claims != rng["n_max"]:
+            rep.add("range.n_max", f"is {rng['n_max']}, but the claims were made and checked for n_max = {hi_claims}")
+    if rng["n_min"] > rng["n_max"]:
+        rep.add("range", f"n_min = {rng['n_min']} exceeds n_max = {rng['n_max']}")
     try:
         specs = claim_specs(c, inv_tau, rng["n_min"], rng["n_max"], rng["all_n"])
     except Exception as e:
@@ -624,22 +649,39 @@ def verify_certificate(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bo
             rep.add(f"nodes[{i}].bound.srepr", f"bound of node {v!r} differs from the bound re-derived from the source")
         if row["bound"]["tolerance"] != str(nb.bound.tolerance):
             rep.add(f"nodes[{i}].bound.tolerance", "tolerance differs from the re-derived one")
+        st_row = node_static(nb, rng["n_min"], rng["n_max"], rng["all_n"])
+        for k in ("operator", "layer", "kind", "condition"):
+            if row.get(k) != st_row[k]:
+                rep.add(f"nodes[{i}].{k}", f"{row.get(k)!r} differs from the re-derived {st_row[k]!r}")
+        for k, v2 in st_row["bound"].items():
+            if k not in ("srepr", "tolerance") and row["bound"].get(k) != v2:
+                rep.add(f"nodes[{i}].bound.{k}", "differs from the re-derived bound")
     for v in node_rows:
         if v not in c.bounds:
             rep.add(f"nodes[{node_rows[v][0]}]", f"node {v!r} is not an attention node of the construction")
     rep.checked.append("re-derived construction, graph and bounds")
     statuses = []
     seen_ids = set()
+    groups: dict[frozenset, tuple[int, dict]] = {}
+    ids_seen: set[str] = set()
+    for j, x in enumerate(cert["claims"]):
+        key = frozenset(x["nodes"])
+        if key in groups:
+            rep.add(f"claims[{j}]", f"a second claim for node(s) {sorted(key)} (claims must map one-to-one to bounds)")
+            continue
+        if x["id"] in ids_seen:
+            rep.add(f"claims[{j}].id", f"duplicate claim id {x['id']!r}")
+        ids_seen.add(x["id"])
+        groups[key] = (j, x)
+    expected_claim_of: dict[str, str | None] = {v: None for v in c.bounds}
     for cs in specs:
-        # find the stored claim covering these nodes
-        stored_c = None
-        for j, x in enumerate(cert["claims"]):
-            if set(x["nodes"]) == set(cs.nodes):
-                stored_c = (j, x)
+        stored_c = groups.get(frozenset(cs.nodes))
         if stored_c is None:
             rep.add("claims", f"no stored claim for node(s) {cs.nodes}")
             continue
         j, x = stored_c
+        for v in cs.nodes:
+            expected_claim_of[v] = x["id"]
         seen_ids.add(x["id"])
         where = f"claims[{j}]"
         if x["expr_srepr"] != sp.srepr(cs.expr):
@@ -650,14 +692,23 @@ def verify_certificate(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bo
         if x["n_lo"] != cs.n_lo or x["n_hi"] != cs.n_hi:
             rep.add(f"{where}.n_lo/n_hi", f"claimed range [{x['n_lo']}, {x['n_hi']}] differs from range "
                                           f"[{cs.n_lo}, {cs.n_hi}] implied by range.n_min/n_max/all_n")
+        if x["condition"] != Claim(cs.expr, cs.tolerance, cs.n_lo, cs.n_hi).text():
+            rep.add(f"{where}.condition", "the stated condition is not the claim that was checked")
+        if x["expr_text"] != str(cs.expr):
+            rep.add(f"{where}.expr_text", "the stated expression is not the claimed one")
         statuses.append(x["status"])
         _verify_claim(rep, where, x, cs, timeout_s, rerun_queries)
     for x in cert["claims"]:
         if x["id"] not in seen_ids:
             rep.add("claims", f"claim {x['id']} does not correspond to any node of the construction")
-    # node statuses mirror claims
+    # node statuses mirror claims; each node points to the claim of its bound
     for i, row in enumerate(cert["nodes"]):
         cid = row["claim"]
+        if row["node"] in expected_claim_of and cid != expected_claim_of[row["node"]]:
+            rep.add(f"nodes[{i}].claim", f"is {cid!r}, but node {row['node']!r} is covered by claim "
+                                         f"{expected_claim_of[row['node']]!r}")
+        if cid is None and row["status"] != "proved":
+            rep.add(f"nodes[{i}].status", "a node without a claim is exact on the range: its status is proved")
         if cid is not None:
             if cid not in by_id:
                 rep.add(f"nodes[{i}].claim", f"refers to unknown claim {cid}")
@@ -669,6 +720,12 @@ def verify_certificate(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bo
         expect = verify_premises(rep, cert, c, expect)
     if cert["status"] != expect:
         rep.add("status", f"says {cert['status']} but the claims give {expect}")
+    fresh_c = construction_static(c, inv_tau)
+    for k, v in fresh_c.items():
+        if cert["construction"].get(k) != v:
+            rep.add(f"construction.{k}", f"{cert['construction'].get(k)!r} differs from the re-derived {v!r}")
+    if (cert["construction"].get("tau_choice") == "found by --find-tau") != (cert.get("search") is not None):
+        rep.add("construction.tau_choice", "says how tau was chosen, but the search section disagrees")
     rep.checked.append("claims re-generated and re-run")
     # numeric summary consistency, precision section
     try:
@@ -700,6 +757,20 @@ def graph_data(g: nx.DiGraph) -> dict:
 def _verify_claim(rep: VerifyReport, where: str, x: dict, cs: ClaimSpec, timeout_s: float, rerun: bool) -> None:
     st = x["status"]
     qs = x["queries"]
+    # the independent interval check is cheap: re-run it and compare what the certificate reports
+    sc = x.get("second_check")
+    if sc is not None and rerun:
+        ar = arb_check(cs.expr, cs.tolerance, cs.n_lo, cs.n_hi, deadline_s=max(5.0, timeout_s))
+        if ar.status != sc.get("status"):
+            rep.add(f"{where}.second_check.status", f"says {sc.get('status')!r}; re-running the arb check gives "
+                                                    f"{ar.status!r}")
+        dis = (st == "unknown" and ((ar.status == "refuted" and any(q["answer"] == "unsat" for q in qs))))
+        if x.get("disagreement") and not (ar.status in ("refuted", "proved") and st == "unknown"):
+            rep.add(f"{where}.disagreement", "records a disagreement the re-run checks do not show")
+        if not x.get("disagreement") and dis:
+            rep.add(f"{where}.disagreement", "the arb check refutes a claim whose queries are unsat: a disagreement")
+        if st == "proved" and ar.status == "refuted":
+            rep.add(f"{where}.status", f"says proved, but the arb check refutes it at n = {ar.counterexample}")
     if st == "proved":
         # the unsat boxes must cover [n_lo, n_hi] exactly, each query must encode the stated claim
         boxes = sorted(((q["lo"], q["hi"]) for q in qs if q["answer"] == "unsat"),
@@ -747,6 +818,15 @@ def _verify_claim(rep: VerifyReport, where: str, x: dict, cs: ClaimSpec, timeout
         if not bad:
             rep.add(f"{where}.status", f"says refuted, but at n = {cex} the bound is {vtxt}, not above "
                                        f"{frac_str(cs.tolerance)}")
+            return
+        if x.get("value_at_counterexample") != vtxt:
+            rep.add(f"{where}.value_at_counterexample", f"the bound at n = {cex} is {vtxt}")
+        if rerun and cex > cs.n_lo:  # the reported counterexample is the smallest: no violation below it
+            below = check_claim(Claim(cs.expr, cs.tolerance, cs.n_lo, cex - 1), timeout_s=timeout_s,
+                                second_check=False, minimise=False, total_s=max(10.0, timeout_s))
+            if below.status == "refuted":
+                rep.add(f"{where}.counterexample", f"{cex} is not the smallest violation: the bound exceeds the "
+                                                   f"tolerance already at n = {below.counterexample}")
     elif st == "unknown":
         pass  # nothing is asserted
 

@@ -315,6 +315,10 @@ def cmd_certify_model(args) -> int:
 
     if args.epsilon is None:
         raise ParameterError("certify --model needs --epsilon E (the target output error, exact, e.g. 1/4)")
+    from .models import VERIFY_EXHAUSTIVE_LIMIT
+    if args.exhaustive_limit > VERIFY_EXHAUSTIVE_LIMIT:
+        raise ParameterError(f"--exhaustive-limit {args.exhaustive_limit} exceeds {VERIFY_EXHAUSTIVE_LIMIT}, the most "
+                             "words 'softhard verify' re-enumerates: such a certificate could not be verified")
     if args.timeout <= 0:
         raise ParameterError(f"--timeout must be > 0, got {args.timeout}")
     if args.tau is None and not args.find_tau:

@@ -89,12 +89,23 @@ EDITS = {
     "node_status": (lambda c: c["nodes"][0].update(status="refuted"), "nodes[0].status"),
     "bound": (lambda c: c["nodes"][0]["bound"].update(srepr=c["nodes"][0]["bound"]["srepr"].replace(
         "Integer(2)", "Integer(3)", 1)), "nodes[0].bound.srepr"),
-    "n_max": (lambda c: c["range"].update(n_max=2 * 10**6), "claims[0].n_lo/n_hi"),
+    "n_max": (lambda c: c["range"].update(n_max=2 * 10**6), "range.n_max"),
     "query": (lambda c: c["claims"][0]["queries"][0].update(
         smtlib=c["claims"][0]["queries"][0]["smtlib"].replace("(/ 1.0 4.0)", "(/ 1.0 3.0)")),
         "claims[0].queries[0].smtlib"),
     "eta": (lambda c: c["construction"]["params"].update(eta="1/3"), "claims[0].tolerance"),
     "ratio": (lambda c: next(iter(c["numeric"]["nodes"].values())).update(ratio=0.5), "numeric.nodes."),
+    # human-readable and derived fields (found by review: they used to pass with re-computed hashes)
+    "condition": (lambda c: c["claims"][0].update(condition="for all integers n in [2, 10^9]: ..."),
+                  "claims[0].condition"),
+    "expr_text": (lambda c: c["claims"][0].update(expr_text="0"), "claims[0].expr_text"),
+    "latex": (lambda c: c["nodes"][0]["bound"].update(latex="0"), "nodes[0].bound.latex"),
+    "decimal": (lambda c: c["construction"].update(inv_tau_decimal="1.0"), "construction.inv_tau_decimal"),
+    "second_check": (lambda c: c["claims"][0]["second_check"].update(status="refuted"),
+                     "claims[0].second_check.status"),
+    "dup_claim": (lambda c: c["claims"].append({**c["claims"][0], "id": "c9", "status": "refuted"}), "claims[2]"),
+    "detach": (lambda c: c["nodes"][0].update(claim=None), "nodes[0].claim"),
+    "n_min": (lambda c: c["range"].update(n_min=10**7), "range"),
 }
 
 

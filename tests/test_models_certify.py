@@ -184,3 +184,25 @@ def test_epsilon_margin():
     c, an = build_model_construction(spec, n_max=6, epsilon="margin")
     assert c.params["eta"] == Fraction(999, 2000) == epsilon_from_margin(an.report)
     assert an.report.outputs["accept"].margin == Fraction(1, 2)
+
+
+def test_verify_rejects_a_range_beyond_the_premises(tmp_path):
+    """A model claim holds only for the lengths its gap premises cover (found by review: verify used
+    to accept a range edited beyond source.n_max, hashes recomputed)."""
+    import copy
+
+    from softhard.solver.certificate import compute_hashes, verify_certificate
+    from softhard.solver.cli import main
+    out = tmp_path / "ab.json"
+    assert main(["certify", "--model", str(EXAMPLE), "--n-max", "6",
+                 "--epsilon", "1/4", "--find-tau", "--no-numeric", "-o", str(out)]) == 0
+    cert = json.loads(out.read_text())
+    assert verify_certificate(cert).ok
+    forged = copy.deepcopy(cert)
+    forged["range"]["n_max"] = 1000
+    for cl in forged["claims"]:
+        cl["n_hi"] = 1000
+    forged["hashes"] = compute_hashes(forged)
+    rep = verify_certificate(forged)
+    assert not rep.ok
+    assert any(f == "range.n_max" and "premises" in m for f, m in rep.problems), rep.problems
