@@ -506,12 +506,9 @@ def compute_hashes(cert: dict) -> dict:
     return {"algorithm": "sha256", "sections": sections, "all": hashlib.sha256(_canon(body)).hexdigest()}
 
 
-def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = False) -> Path:
-    """Write ``cert`` atomically: a temporary file in the same folder, fsync, then rename.
-
-    Refuses to overwrite an existing file unless ``force`` (raises :class:`ParameterError`); on any
-    error the target is untouched and the temporary file removed.
-    """
+def check_output_path(path: str | os.PathLike, *, force: bool = False) -> Path:
+    """The certificate's output path, or :class:`ParameterError` if it is a directory, exists
+    (without ``force``) or lies in a missing directory — checked before any work is done."""
     p = Path(path)
     if p.is_dir():
         raise ParameterError(f"{p}: is a directory; give a file name for the certificate")
@@ -519,6 +516,16 @@ def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = Fals
         raise ParameterError(f"{p}: file exists; use --force to overwrite it")
     if p.parent and not p.parent.exists():
         raise ParameterError(f"{p.parent}: no such directory")
+    return p
+
+
+def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = False) -> Path:
+    """Write ``cert`` atomically: a temporary file in the same folder, fsync, then rename.
+
+    Refuses to overwrite an existing file unless ``force`` (raises :class:`ParameterError`); on any
+    error the target is untouched and the temporary file removed.
+    """
+    p = check_output_path(path, force=force)
     data = json.dumps(cert, indent=1, ensure_ascii=False) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent or "."))
     try:
@@ -584,26 +591,11 @@ def verify_certificate(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bo
         return verify_tracr(cert, timeout_s=timeout_s, rerun_queries=rerun_queries)
     t0 = time.perf_counter()
     rep = VerifyReport(status=cert.get("status") if isinstance(cert, dict) else None)
-    # 1. schema
-    import jsonschema
-    try:
-        jsonschema.validate(cert, schema())
-        rep.checked.append("schema")
-    except jsonschema.ValidationError as e:
-        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path).lstrip(".") or "<root>"
-        rep.add(path, f"schema violation: {e.message}")
+    # 1. schema, 2. section hashes (reported after the more specific re-derivation problems)
+    hash_problems = schema_and_hashes(rep, cert, schema())
+    if hash_problems is None:
         rep.seconds = time.perf_counter() - t0
         return rep
-    # 2. section hashes (reported after the more specific re-derivation problems below)
-    stored = cert["hashes"]
-    fresh = compute_hashes(cert)
-    hash_problems = [(k, "content differs from what was certified (section hash mismatch): the field was edited")
-                     for k, h in fresh["sections"].items() if stored["sections"].get(k) != h]
-    hash_problems += [(k, "section listed in hashes is missing") for k in stored["sections"]
-                      if k not in fresh["sections"]]
-    if stored["all"] != fresh["all"] and not hash_problems:
-        hash_problems.append(("hashes.all", "whole-certificate hash mismatch"))
-    rep.checked.append("hashes")
     # 3. re-derivation: construction, graph, bounds, claims
     try:
         params = {k: parse_frac(v, f"construction.params.{k}") for k, v in cert["construction"]["params"].items()}
@@ -738,6 +730,30 @@ def verify_certificate(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bo
             if cert["precision"].get(k) != v:
                 rep.add(f"precision.{k}", "differs from the precision analysis re-derived from the construction")
     return _finish(rep, hash_problems, t0)
+
+
+def schema_and_hashes(rep: VerifyReport, cert: dict, sch: dict, hasher=None) -> list[tuple[str, str]] | None:
+    """Validate ``cert`` against the JSON Schema ``sch`` (a violation is added to ``rep`` with its
+    JSON path; returns None) and compare every section hash; returns the hash problems, which the
+    caller reports after its more specific checks (the hashes are unkeyed: they only show where an
+    edit was made).  ``hasher``: the certificate kind's hash function (default :func:`compute_hashes`)."""
+    import jsonschema
+    try:
+        jsonschema.validate(cert, sch)
+        rep.checked.append("schema")
+    except jsonschema.ValidationError as e:
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path).lstrip(".") or "<root>"
+        rep.add(path, f"schema violation: {e.message}")
+        return None
+    stored = cert["hashes"]
+    fresh = (hasher or compute_hashes)(cert)
+    probs = [(k, "content differs from what was certified (section hash mismatch): the field was edited")
+             for k, h in fresh["sections"].items() if stored["sections"].get(k) != h]
+    probs += [(k, "section listed in hashes is missing") for k in stored["sections"] if k not in fresh["sections"]]
+    if stored["all"] != fresh["all"] and not probs:
+        probs.append(("hashes.all", "whole-certificate hash mismatch"))
+    rep.checked.append("hashes")
+    return probs
 
 
 def _finish(rep: VerifyReport, hash_problems, t0) -> VerifyReport:

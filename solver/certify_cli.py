@@ -80,14 +80,8 @@ def cmd_certify(args) -> int:
     # --find-tau also finds the largest certifiable layer-norm epsilon unless --eps-ln fixes it
     tune = ("eps_ln",) if args.find_tau and _eps_ln(args) is None and "eps_ln" in c.params else ()
     if args.output:  # fail before the work if the output cannot be written
-        from pathlib import Path
-        out = Path(args.output)
-        if out.is_dir():
-            raise ParameterError(f"{out}: is a directory; give a file name for the certificate")
-        if out.exists() and not args.force:
-            raise ParameterError(f"{out}: file exists; use --force to overwrite it")
-        if not out.parent.exists():
-            raise ParameterError(f"{out.parent}: no such directory")
+        from .certificate import check_output_path
+        check_output_path(args.output, force=args.force)
     from rich.console import Console
     err = Console(stderr=True, highlight=False)
     with err.status("certifying", spinner="dots") as st:

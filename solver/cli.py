@@ -28,28 +28,25 @@ class _Parser(argparse.ArgumentParser):
                   if " " in self.prog else f"softhard: error: {message}\n")
 
 
-def _positive_int(name: str):
+def int_option(name: str, minimum: int, why: str = ""):
+    """argparse type: an integer ``>= minimum`` (a one-line usage error otherwise)."""
     def conv(s: str) -> int:
         try:
             v = int(s)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 1 (n < 1 is not a length), got {v}")
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}{why}, got {v}")
         return v
     return conv
+
+
+def _positive_int(name: str):
+    return int_option(name, 1, " (n < 1 is not a length)")
 
 
 def _nonneg_int(name: str):
-    def conv(s: str) -> int:
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
-        if v < 0:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {v}")
-        return v
-    return conv
+    return int_option(name, 0)
 
 
 def _tau(s: str) -> Fraction:

@@ -40,6 +40,7 @@ from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_L
                                   same_hard_outputs, tie_break)
 from ..constructions.model import forward
 from ..constructions.modelfile import HardModel, ModelSpec, doc_sha256, model_from_doc
+from .certificate import frac_str, parse_frac
 from .pipeline import Construction
 
 VERIFY_EXHAUSTIVE_LIMIT = 1_000_000
@@ -56,16 +57,8 @@ class NotSimulable(SofthardError):
 
 
 def frac(x: Fraction | None) -> str | None:
-    if x is None:
-        return None
-    return f"{x.numerator}/{x.denominator}" if x.denominator != 1 else str(x.numerator)
-
-
-def parse_frac(s, where: str) -> Fraction:
-    try:
-        return Fraction(str(s))
-    except (ValueError, ZeroDivisionError):
-        raise CertificateError(f"{where}: {s!r} is not an exact rational") from None
+    """Exact text of a rational (None stays None)."""
+    return None if x is None else frac_str(x)
 
 
 @dataclass

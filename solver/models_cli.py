@@ -27,17 +27,8 @@ def _optional_formula(p) -> None:
 
 
 def _nonneg(name: str):
-    import argparse
-
-    def conv(v: str) -> int:
-        try:
-            k = int(v)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {v!r}") from None
-        if k < 0:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {k}")
-        return k
-    return conv
+    from .cli import int_option
+    return int_option(name, 0)
 
 
 def _gap_options(p) -> None:
@@ -307,7 +298,6 @@ def _read(o, vals):
 
 
 def cmd_certify_model(args) -> int:
-    from pathlib import Path
 
     from ..constructions.modelfile import load_model
     from .certificate import write_certificate
@@ -325,14 +315,9 @@ def cmd_certify_model(args) -> int:
         raise ParameterError("give --tau T or --find-tau")
     if args.n_min > args.n_max:
         raise ParameterError(f"--n-min {args.n_min} exceeds --n-max {args.n_max}")
-    if args.output:
-        out = Path(args.output)
-        if out.is_dir():
-            raise ParameterError(f"{out}: is a directory; give a file name for the certificate")
-        if out.exists() and not args.force:
-            raise ParameterError(f"{out}: file exists; use --force to overwrite it")
-        if not out.parent.exists():
-            raise ParameterError(f"{out.parent}: no such directory")
+    if args.output:  # fail before the work if the output cannot be written
+        from .certificate import check_output_path
+        check_output_path(args.output, force=args.force)
     spec = load_model(args.model)
     from rich.console import Console
     err = Console(stderr=True, highlight=False)

@@ -73,7 +73,7 @@ from ..constructions.model import forward
 from ..constructions.modelfile import HardModel, doc_sha256, model_from_doc
 from ..constructions.tracr import TracrModel, bos_convention, sqrt_ratio_enclosure
 from ..constructions.tracr_gaps import CaseStats, Stats, analyse as exact_stats
-from .certificate import ClaimSpec, _canon, _claim_json, _verify_claim, _versions, VerifyReport
+from .certificate import ClaimSpec, VerifyReport, _canon, _claim_json, _verify_claim, _versions, schema_and_hashes
 from .check import check_claim
 from .search import round_up
 
@@ -1155,23 +1155,10 @@ def verify_tracr(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bool = T
     Never raises for a bad certificate: problems are reported by field."""
     t0 = time.perf_counter()
     rep = VerifyReport(status=cert.get("status") if isinstance(cert, dict) else None)
-    import jsonschema
-    try:
-        jsonschema.validate(cert, schema())
-        rep.checked.append("schema")
-    except jsonschema.ValidationError as e:
-        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path).lstrip(".") or "<root>"
-        rep.add(path, f"schema violation: {e.message}")
+    hash_problems = schema_and_hashes(rep, cert, schema(), hasher=compute_hashes)
+    if hash_problems is None:
         rep.seconds = time.perf_counter() - t0
         return rep
-    stored = cert["hashes"]
-    fresh = compute_hashes(cert)
-    hash_problems = [(k, "content differs from what was certified (section hash mismatch): the field was edited")
-                     for k, h in fresh["sections"].items() if stored["sections"].get(k) != h]
-    hash_problems += [(k, "section listed in hashes is missing") for k in stored["sections"] if k not in fresh["sections"]]
-    if stored["all"] != fresh["all"] and not hash_problems:
-        hash_problems.append(("hashes.all", "whole-certificate hash mismatch"))
-    rep.checked.append("hashes")
     src = cert["source"]
     try:
         if doc_sha256(src["model"]) != src["model_sha256"]:

@@ -64,7 +64,6 @@ def _g(x, digits: int = 6) -> str:
 
 
 def cmd_certify_tracr(args) -> int:
-    from pathlib import Path
 
     from ..constructions.tracr import load_tracr
     from .certificate import write_certificate
@@ -81,12 +80,9 @@ def cmd_certify_tracr(args) -> int:
         eps = to_fraction(args.epsilon, "--epsilon")
         if eps <= 0:
             raise ParameterError(f"--epsilon must be > 0, got {args.epsilon}")
-    if args.output:
-        out = Path(args.output)
-        if out.exists() and not args.force:
-            raise ParameterError(f"{out}: file exists; use --force to overwrite it")
-        if not out.parent.exists():
-            raise ParameterError(f"{out.parent}: no such directory")
+    if args.output:  # fail before the work if the output cannot be written
+        from .certificate import check_output_path
+        check_output_path(args.output, force=args.force)
     tm = load_tracr(args.tracr)
     if args.n is not None and args.n < 1:
         raise ParameterError(f"--n must be >= 1, got {args.n}")
