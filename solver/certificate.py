@@ -18,6 +18,7 @@ The JSON Schema is shipped as ``softhard/solver/schema/certificate-1.schema.json
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -538,10 +539,8 @@ def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = Fals
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a certificate is an ordinary file
         os.replace(tmp, p)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):  # leave nothing half-written behind
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     return p
 

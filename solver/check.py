@@ -149,6 +149,16 @@ def run_z3(smtlib: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[str, str,
 # ------------------------------------------------------------------------------------------
 
 
+def _model_value(text: str | None) -> Fraction | None:
+    """Z3's value of n in a model (a fraction or a decimal, maybe ending in '?'), or None."""
+    if text is None:
+        return None
+    try:
+        return Fraction(text.rstrip("?"))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
 def _violates(expr: sp.Expr, eta: Fraction, nv: int) -> tuple[bool, str]:
     from .arbcheck import exceeds
     return exceeds(expr, eta, nv, prec=512)
@@ -175,14 +185,11 @@ def _z3_ranges(claim: Claim, lo: int, hi: int | None, runs: list[QueryRun], *, t
             return "unknown", f"z3 answered unknown on n in [{a}, {b}]: {reason}", None, None
         # candidate integers: around the model's n, and the box ends
         cands = {a} | ({b} if b is not None else set())
-        if mn is not None:
-            try:
-                x = Fraction(mn.rstrip("?"))
-                for c in (int(x), int(x) + 1):
-                    if a <= c and (b is None or c <= b):
-                        cands.add(c)
-            except (ValueError, ZeroDivisionError):
-                pass
+        x = _model_value(mn)
+        if x is not None:  # an unparsable model value leaves the box ends as the candidates
+            for c in (int(x), int(x) + 1):
+                if a <= c and (b is None or c <= b):
+                    cands.add(c)
         for c in sorted(cands):
             bad, val = _violates(claim.expr, claim.eta, c)
             if bad:
