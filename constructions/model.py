@@ -574,10 +574,13 @@ def _dense_eval(Q, K, V, mask, rule, inv_tau, soft, chunk):
             if rule == "AHA":
                 hard[:, b, c0:c1] = (np.einsum("cn,nk->kc", amax, Vc) / t[None, :])
             else:
-                if rule == "UHA-leftmost":
-                    pick = np.argmax(sc, axis=1)
-                else:
-                    pick = sc.shape[1] - 1 - np.argmax(sc[:, ::-1], axis=1)
+                # the first True of each row of the Boolean argmax set (argmax on bool stops at the
+                # first True); rightmost differs only on tied rows, which are re-picked alone
+                pick = np.argmax(amax, axis=1)
+                if rule == "UHA-rightmost":
+                    tied = np.flatnonzero(t > 1)
+                    if tied.size:
+                        pick[tied] = sc.shape[1] - 1 - np.argmax(amax[tied, ::-1], axis=1)
                 hard[:, b, c0:c1] = Vc[pick].T
             if soft:
                 np.subtract(sc, smax[:, None], out=sc)

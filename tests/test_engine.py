@@ -211,6 +211,32 @@ def test_hand_heads_dense_reference_definition():
                     np.testing.assert_allclose(tr.leak[b, i], w[out].sum() / w.sum(), rtol=1e-9, atol=1e-300)
 
 
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("rule", ["UHA-leftmost", "UHA-rightmost"])
+def test_dense_uha_pick_with_many_ties(mask, rule):
+    """Boolean keys and an integer query make most argmax sets several positions wide: the dense
+    path's UHA pick is the first / last member of the argmax set of the direct definition."""
+    rng = np.random.default_rng(5)
+    B, N = 3, 40
+    x = np.zeros((B, N, 3))
+    x[:, :, 0] = 1.0                                    # constant query coordinate
+    x[:, :, 1] = rng.integers(0, 2, size=(B, N))        # Boolean key
+    x[:, :, 2] = rng.normal(size=(B, N))                # value
+    head = Head(name="t", W_Q=np.array([[1.0], [0.0], [0.0]]), W_K=np.array([[0.0], [1.0], [0.0]]),
+                W_V=np.array([[0.0], [0.0], [1.0]]), W_O=np.zeros((1, 3)), mask=mask, rule=rule)
+    tr = run_head(head, x, soft=False, inv_tau=None, path="dense", chunk=7)
+    valid = M._mask_matrix(mask, np.arange(N), N)
+    wide = 0
+    for b in range(B):
+        for i in range(N):
+            s = np.where(valid[i], x[b, :, 1], -np.inf)
+            A = np.flatnonzero(s == s.max())
+            wide += len(A) > 1
+            assert tr.ties[b, i] == len(A)
+            assert tr.hard[b, i, 0] == x[b, A[0] if rule == "UHA-leftmost" else A[-1], 2]
+    assert wide >= N  # the test exercises tied rows
+
+
 def test_column_caches_follow_writes():
     """A key column read by a block-0 head, rewritten by the MLP, then read by a block-1 head: the
     engine's per-column caches (discrete levels, max |x|) must not serve the old values."""
