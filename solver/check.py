@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing as mp
+import signal
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -98,6 +99,9 @@ class ClaimResult:
 
 
 def _child(conn, smtlib: str, timeout_ms: int):  # pragma: no cover - runs in the child
+    # Ctrl-C reaches the whole process group: the parent handles it and kills this child, which
+    # must not print a KeyboardInterrupt traceback (or tear down its Z3 context) of its own
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         s = z3.Solver()
         s.set("timeout", timeout_ms)
@@ -131,11 +135,18 @@ def run_z3(smtlib: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[str, str,
     p.start()
     child.close()
     got = None
-    if parent.poll(timeout_s + 1.0):
-        try:
-            got = parent.recv()
-        except EOFError:
-            got = None
+    try:
+        if parent.poll(timeout_s + 1.0):
+            try:
+                got = parent.recv()
+            except EOFError:
+                got = None
+    except BaseException:  # KeyboardInterrupt while waiting: no orphaned solver
+        p.kill()
+        p.join(1)
+        raise
+    finally:
+        parent.close()
     if got is None:
         p.kill()
         p.join(1)

@@ -125,6 +125,48 @@ def test_hard_kill_of_a_runaway_solver():
     assert time.perf_counter() - t0 < 3.0
 
 
+_INTERRUPT_SCRIPT = """
+import sys
+from tests.test_solver import _am_gm_query
+from softhard.solver.check import run_z3
+q = _am_gm_query()
+print("ready", flush=True)
+try:
+    run_z3(q, timeout_s=60)
+except KeyboardInterrupt:
+    print("interrupted", file=sys.stderr)
+    sys.exit(130)
+print("finished", flush=True)
+"""
+
+
+def test_ctrl_c_during_a_query_kills_the_solver_quietly():
+    """Ctrl-C (SIGINT to the whole process group) while Z3 runs: the parent gets the interrupt,
+    the forked solver is killed, and nothing but the parent's own line reaches stderr."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.Popen([sys.executable, "-c", _INTERRUPT_SCRIPT], cwd=root, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(2.0)  # the child is forked and inside Z3 by now (the query runs for minutes)
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, (out, err)
+    assert err.strip() == "interrupted", err
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):  # no solver left behind in the process group
+        os.killpg(p.pid, 0)
+
+
 def test_solver_unknown_is_never_proved(monkeypatch):
     """A Z3 unknown (or kill) gives status unknown even when the arb check alone would prove it."""
     import softhard.solver.check as chk
