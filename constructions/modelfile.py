@@ -982,7 +982,7 @@ def load_model(path: str | os.PathLike) -> ModelSpec:
             with np.load(ap, allow_pickle=False) as z:
                 npz = {k: np.array(z[k]) for k in z.files}
         except (OSError, ValueError) as e:
-            raise ModelFormatError(f"{p}: arrays: cannot read {ap} ({e.__class__.__name__}: {e})") from None
+            raise ModelFormatError(f"{p}: arrays: cannot read {ap} ({getattr(e, 'strerror', None) or e})") from None
         h.update(ab)
     if not isinstance(doc, dict):
         raise ModelFormatError(f"{p}: a model file is a JSON object")

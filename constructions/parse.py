@@ -523,7 +523,7 @@ def load_spec(path_or_inline_formula: str | os.PathLike[str],
         alpha = _coerce_alphabet(alphabet, source=text)
         return FormulaSpec(spec.name, spec.description, alpha, spec.formula, spec.at, spec.source)
     if is_pathlike or text.endswith(".ltl"):
-        raise FormulaSyntaxError(f"no such file: {text}", source=text)
+        raise FormulaSyntaxError("no such file", source=text)
     source = "<formula>"
     formula, positions = _parse_with_positions(text, source)
     if alphabet is None:

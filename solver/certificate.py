@@ -405,18 +405,38 @@ def _float64_margin(c: Construction, b, n_bind: int | None, lo: int) -> float:
     return max(1e-9, 10 * leak_rounding_allowance(scale, 2, max(x, 1e-9), nb_ + 1))
 
 
-def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: float,
-            tune: tuple[str, ...] = ("tau",)) -> dict:
-    """Per distinct bound whose parameter (τ, or ε_LN for a layer-norm comparator) is in ``tune``:
-    certified ``1/parameter`` (Z3), tight numeric, closed form, generic gap lemma.  The result's
-    ``inv_tau`` is the largest certified ``1/τ`` (1 if no node depends on τ: τ is then
-    irrelevant), ``params`` the other found parameters (``{"eps_ln": "p/q"}``)."""
-    from ..bounds.derive import evaluate, in_tau, required_inv_tau
-    per = []
+@dataclass
+class _Target:
+    """One distinct bound the search tunes: its claim at a given ``1/parameter`` (``make``), the
+    bound to invert numerically at a length (``leak_at``), the binding length ``n_bind`` (``None``:
+    the n-independent bound) and the reference values (tight at ``n_bind``, closed form, gap lemma)."""
+
+    nb: NodeBound
+    lo: int
+    hi: int | None
+    n_bind: int | None
+    make: Callable
+    leak_at: Callable
+
+    def reference(self, c: Construction, n_max: int) -> tuple[float, float | None, float | None]:
+        from ..bounds.derive import evaluate, required_inv_tau
+        b = self.nb.bound
+        tight = float(required_inv_tau(self.leak_at(self.n_bind), n_value=self.n_bind if self.n_bind is not None else 1,
+                                       eta_value=c.eta, beta_value=c.beta))
+        closed = (float(evaluate(b.inv_tau_star, n_value=n_max, inv_tau=1, beta_value=c.beta, eta_value=c.eta))
+                  if b.inv_tau_star is not None else None)
+        generic = (float(required_inv_tau(b.generic, n_value=n_max, eta_value=c.eta, beta_value=c.beta))
+                   if b.generic is not None and n_max >= 2 else None)
+        return tight, closed, generic
+
+
+def _targets(c: Construction, n_lo: int, n_max: int, all_n: bool, tune: tuple[str, ...]) -> list[_Target]:
+    """The distinct bounds whose parameter is in ``tune``, with their claims (see :func:`_search`)."""
+    from ..bounds.derive import in_tau
+    out = []
     for nb in c.distinct_bounds():
         b = nb.bound
-        pname = str(b.parameter)
-        if pname not in tune:
+        if str(b.parameter) not in tune:
             continue
         lo = max(n_lo, b.n_min)
         if not all_n and lo > n_max:
@@ -437,13 +457,25 @@ def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: floa
             return in_tau(b, c.params)
 
         n_bind = None if (all_n and b.all_n is not None) else (n_max if not all_n else max(lo, 2))
+        out.append(_Target(nb, lo, hi, n_bind, make, leak_at))
+    return out
+
+
+def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: float,
+            tune: tuple[str, ...] = ("tau",)) -> dict:
+    """Per distinct bound whose parameter (τ, or ε_LN for a layer-norm comparator) is in ``tune``:
+    certified ``1/parameter`` (Z3), tight numeric, closed form, generic gap lemma.  The result's
+    ``inv_tau`` is the largest certified ``1/τ`` (1 if no node depends on τ: τ is then
+    irrelevant), ``params`` the other found parameters (``{"eps_ln": "p/q"}``)."""
+    from ..bounds.derive import required_inv_tau
+    per = []
+    for tg in _targets(c, n_lo, n_max, all_n, tune):
+        nb, lo, make, leak_at, n_bind = tg.nb, tg.lo, tg.make, tg.leak_at, tg.n_bind
+        b = nb.bound
+        pname = str(b.parameter)
         margin = _float64_margin(c, b, n_bind, lo)
         res = find_inv_tau(make, leak_at, n_bind=n_bind, eta=c.eta, beta=c.beta, timeout_s=timeout_s, margin=margin)
-        ref_n = n_max
-        closed = (float(evaluate(b.inv_tau_star, n_value=ref_n, inv_tau=1, beta_value=c.beta, eta_value=c.eta))
-                  if b.inv_tau_star is not None else None)
-        generic = (float(required_inv_tau(b.generic, n_value=ref_n, eta_value=c.eta, beta_value=c.beta))
-                   if b.generic is not None and ref_n >= 2 else None)
+        _, closed, generic = tg.reference(c, n_max)
         emp = None
         key = c.graph.nodes[nb.node].get("key") if nb.node in c.graph else None
         if key is not None and res.inv_tau is not None:
@@ -551,7 +583,7 @@ def load_certificate(path: str | os.PathLike) -> dict:
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise CertificateError(f"{p}: cannot read ({e.__class__.__name__}: {e})") from None
+        raise CertificateError(f"{p}: cannot read ({getattr(e, 'strerror', None) or e})") from None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
@@ -601,7 +633,7 @@ def verify_certificate(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bo
         inv_tau = parse_frac(cert["construction"]["inv_tau"], "construction.inv_tau")
         tau = parse_frac(cert["construction"]["tau"], "construction.tau")
         if tau * inv_tau != 1:
-            rep.add("construction.tau", f"tau = {cert['construction']['tau']} is not 1/inv_tau = 1/{cert['construction']['inv_tau']}")
+            rep.add("construction.tau", f"tau = {cert['construction']['tau']} is not 1/inv_tau = 1/({cert['construction']['inv_tau']})")
         c = rebuild(cert["source"], cert["construction"]["regime"], params)
     except (CertificateError, ParameterError) as e:
         rep.add("source", f"cannot re-derive the construction: {e}")
@@ -717,6 +749,12 @@ def verify_certificate(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bo
             rep.add(f"construction.{k}", f"{cert['construction'].get(k)!r} differs from the re-derived {v!r}")
     if (cert["construction"].get("tau_choice") == "found by --find-tau") != (cert.get("search") is not None):
         rep.add("construction.tau_choice", "says how tau was chosen, but the search section disagrees")
+    if cert.get("search") is not None:
+        try:
+            _verify_search(rep, cert["search"], c, inv_tau, rng)
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError, ZeroDivisionError,
+                CertificateError) as e:
+            rep.add("search", f"malformed search section ({e.__class__.__name__}: {e})")
     rep.checked.append("claims re-generated and re-run")
     # numeric summary consistency, precision section
     try:
@@ -729,6 +767,94 @@ def verify_certificate(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bo
             if cert["precision"].get(k) != v:
                 rep.add(f"precision.{k}", "differs from the precision analysis re-derived from the construction")
     return _finish(rep, hash_problems, t0)
+
+
+def _close(a, b, rel: float = 1e-9) -> bool:
+    """Two stored floats (or both None) agree to ``rel`` (deterministic mpmath values re-derived)."""
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(float(a) - float(b)) <= rel * max(abs(float(a)), abs(float(b)), 1e-300)
+
+
+def _verify_search(rep: VerifyReport, srch: dict, c: Construction, inv_tau: Fraction, rng: dict) -> None:
+    """The ``search`` section of a ``--find-tau`` certificate against the construction: the chosen
+    τ (and tuned parameters) are the ones the claims use, every tuned bound has its row, each
+    row's certified value meets its bound at the binding length (ball arithmetic), the tight,
+    closed-form and gap-lemma values are re-derived, and the empirical summary is consistent
+    (certified ≥ empirical: the measured leak never exceeds the bound).  The empirical minimum
+    itself is a numeric run and is not repeated (like ``numeric``)."""
+    w = "search"
+    if parse_frac(srch["inv_tau"], f"{w}.inv_tau") != inv_tau:
+        rep.add(f"{w}.inv_tau", f"is {srch['inv_tau']}, but the claims use construction.inv_tau = {frac_str(inv_tau)}")
+    if "tau" in srch and parse_frac(srch["tau"], f"{w}.tau") * inv_tau != 1:
+        rep.add(f"{w}.tau", f"is {srch['tau']}, not 1/({frac_str(inv_tau)})")
+    found = srch.get("params") or {}
+    for k, v in found.items():
+        if k not in c.params or parse_frac(v, f"{w}.params.{k}") != c.params[k]:
+            rep.add(f"{w}.params.{k}", f"is {v}, but the construction uses {k} = {c.params.get(k)}")
+    targets = {tg.nb.node: tg for tg in _targets(c, rng["n_min"], rng["n_max"], rng["all_n"],
+                                                 ("tau",) + tuple(found))}
+    rows = srch["per_bound"]
+    if sorted(r["node"] for r in rows) != sorted(targets):
+        rep.add(f"{w}.per_bound", f"covers nodes {sorted(r['node'] for r in rows)}, the construction's tuned "
+                                  f"bounds are {sorted(targets)}")
+    best: dict[str, Fraction] = {}
+    for i, r in enumerate(rows):
+        where = f"{w}.per_bound[{i}]"
+        tg = targets.get(r["node"])
+        if tg is None:
+            continue
+        b = tg.nb.bound
+        if r["kind"] != b.kind or r["parameter"] != str(b.parameter):
+            rep.add(where, f"kind/parameter {r['kind']}/{r['parameter']} differ from the re-derived "
+                           f"{b.kind}/{b.parameter}")
+            continue
+        x = parse_frac(r["inv_tau_certified"], f"{where}.inv_tau_certified")
+        if x <= 0:
+            rep.add(f"{where}.inv_tau_certified", f"must be > 0, got {r['inv_tau_certified']}")
+            continue
+        best[r["parameter"]] = max(best.get(r["parameter"], x), x)
+        n_at = tg.n_bind if tg.n_bind is not None else tg.lo
+        cl = tg.make(x)
+        over, val = exceeds(cl.expr, cl.eta, n_at, prec=256)
+        if over:
+            rep.add(f"{where}.inv_tau_certified", f"{r['inv_tau_certified']} does not meet the bound at n = {n_at} "
+                                                  f"(bound = {val} > {frac_str(cl.eta)})")
+        tight, closed, generic = tg.reference(c, rng["n_max"])
+        if r["rounds"] == 1 and not _close(r["inv_tau_tight_numeric"], tight):
+            rep.add(f"{where}.inv_tau_tight_numeric", f"{r['inv_tau_tight_numeric']} differs from the re-derived {tight}")
+        if r["rounds"] != 1 and not float(r["inv_tau_tight_numeric"]) >= tight * (1 - 1e-9):
+            rep.add(f"{where}.inv_tau_tight_numeric", f"{r['inv_tau_tight_numeric']} is below the requirement "
+                                                      f"{tight} at the binding length")
+        if not float(x) >= float(r["inv_tau_tight_numeric"]) * (1 - 1e-12):
+            rep.add(f"{where}.inv_tau_certified", "is below the tight requirement it was searched from")
+        if not _close(r["inv_tau_closed_form"], closed):
+            rep.add(f"{where}.inv_tau_closed_form", f"{r['inv_tau_closed_form']} differs from the re-derived {closed}")
+        if not _close(r["inv_tau_generic_gap_lemma"], generic):
+            rep.add(f"{where}.inv_tau_generic_gap_lemma",
+                    f"{r['inv_tau_generic_gap_lemma']} differs from the re-derived {generic}")
+        e = r.get("empirical")
+        if e is not None and e.get("inv_tau_certified_at_n") is not None:
+            ce = parse_frac(e["inv_tau_certified_at_n"], f"{where}.empirical.inv_tau_certified_at_n")
+            xe = float(e["inv_tau_empirical"])
+            if not (xe > 0 and _close(e["ratio_certified_to_empirical"], float(ce) / xe, 1e-12)):
+                rep.add(f"{where}.empirical.ratio_certified_to_empirical",
+                        "is not inv_tau_certified_at_n / inv_tau_empirical")
+            elif float(ce) / xe < 1 - 1e-6:
+                rep.add(f"{where}.empirical", f"the empirical minimum {xe} exceeds the certified {float(ce)}: the "
+                                              "measured leak would exceed the bound")
+            cle = tg.make(ce)
+            over, val = exceeds(cle.expr, cle.eta, int(e["n"]), prec=256)
+            if over:
+                rep.add(f"{where}.empirical.inv_tau_certified_at_n",
+                        f"{e['inv_tau_certified_at_n']} does not meet the bound at n = {e['n']} (bound = {val})")
+    for name, v in best.items():
+        want = inv_tau if name == "tau" else 1 / c.params[name]
+        if v != want:
+            rep.add(f"{w}.per_bound", f"the largest certified 1/{name} is {frac_str(v)}, the construction uses "
+                                      f"{frac_str(want)}")
+    rep.checked.append("search section re-derived (certified values at the binding length, tight, closed "
+                       "form, gap lemma; empirical consistency)")
 
 
 def schema_and_hashes(rep: VerifyReport, cert: dict, sch: dict, hasher=None) -> list[tuple[str, str]] | None:

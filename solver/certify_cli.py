@@ -103,9 +103,10 @@ def _fmt(x):
 
 
 def _print_certificate(cert: dict, path) -> None:
-    from rich.console import Console
     from rich.table import Table
-    con = Console(highlight=False)
+
+    from .cli import stdout_console
+    con = stdout_console()
     cons = cert["construction"]
     rng = cert["range"]
     rtxt = f"n >= {rng['n_min']} (all n)" if rng["all_n"] else f"{rng['n_min']} <= n <= {rng['n_max']}"

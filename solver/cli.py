@@ -22,8 +22,14 @@ from ..constructions.weights import to_fraction
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
 
+#: set by :func:`main`: the command line asked for ``--json``, so usage errors print a JSON object too
+_JSON_ERRORS = False
+
+
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2
+    def error(self, message):  # one line, exit 2 (and the JSON object scripts expect with --json)
+        if _JSON_ERRORS:
+            print(json.dumps({"error": message, "kind": "UsageError", "exit": EXIT_BAD_INPUT}))
         self.exit(EXIT_BAD_INPUT, f"softhard: error: {message} (see 'softhard {self.prog.split()[-1]} --help')\n"
                   if " " in self.prog else f"softhard: error: {message}\n")
 
@@ -173,9 +179,23 @@ def _fmt(x: float, digits: int = 6) -> str:
     return f"{x:.{max(digits - 2, 2)}e}"
 
 
-def _console():
+#: width of tables written to a pipe or file (no terminal to fit; COLUMNS still wins)
+PIPE_WIDTH = 160
+
+
+def stdout_console():
+    """The rich console the commands print to: a terminal's own width; piped or redirected,
+    ``PIPE_WIDTH`` columns unless ``COLUMNS`` is set, so tables in logs do not wrap at 80."""
+    import os
+
     from rich.console import Console
-    return Console(highlight=False, soft_wrap=False)
+    width = None
+    if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
+        width = PIPE_WIDTH
+    return Console(highlight=False, soft_wrap=False, width=width)
+
+
+_console = stdout_console
 
 
 def cmd_run(args) -> int:
@@ -358,8 +378,9 @@ def cmd_confirm(args) -> int:
     fams = {"exhaustive": exh, "random": random_words(alph, args.random, args.n_max, seed=args.seed),
             "adversarial": adv}
     fams = {k: v for k, v in fams.items() if v}
+    from rich.console import Console
     from rich.progress import Progress
-    with Progress(transient=True, disable=args.json) as prog:
+    with Progress(console=Console(stderr=True), transient=True, disable=args.json) as prog:  # stdout stays clean
         task = prog.add_task("confirming", total=len(fams) + 1)
         conf = confirm(m, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta, key_pattern_ns=adv_ns,
                        progress=lambda name: prog.update(task, advance=1, description=f"family {name}"))
@@ -399,7 +420,9 @@ def cmd_confirm(args) -> int:
 
 
 def main(argv=None) -> int:
+    global _JSON_ERRORS
     ap = build_parser()
+    _JSON_ERRORS = "--json" in (sys.argv[1:] if argv is None else argv)
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)

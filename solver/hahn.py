@@ -148,6 +148,7 @@ def hahn_analysis(hm: HardModel, inv_tau: Fraction, *, eta: Fraction = Fraction(
                     continue
                 break
             out["n_fail"] = nf
+            out["sensitivity_at_n_fail"] = float(_eval(e, nf))
             out["proof"] = {"status": proof.status, "claim": proof.claim.text(), "queries": len(proof.queries),
                             "reason": proof.reason,
                             "second_check": None if proof.second_check is None else proof.second_check.status}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from fractions import Fraction
 
 import numpy as np
 
@@ -124,8 +125,8 @@ def _wrap(parser, model_fn) -> None:
 
 
 def _console():
-    from rich.console import Console
-    return Console(highlight=False, soft_wrap=False)
+    from .cli import stdout_console
+    return stdout_console()
 
 
 def _fmt(x) -> str:
@@ -480,9 +481,12 @@ def _print_hahn(r: dict) -> None:
             con.print(f"  {v.get('message', 'no N_fail')}")
             continue
         pf = v.get("proof", {})
-        con.print(f"  N_fail = {v['n_fail']}: for every n >= N_fail a one-symbol change moves the output by at most "
-                  f"{v['target']} < 1 - 2 eta = {r['flip_threshold']}  ({pf.get('status', 'not proved')}"
-                  f"{' by z3 for all n >= N_fail' if pf.get('status') == 'proved' else ''})")
+        tv = Fraction(v["target"])
+        con.print(f"  N_fail = {v['n_fail']}: for every n >= N_fail the bound is <= {v['target']} "
+                  f"(= {float(tv):.10g}; {pf.get('status', 'not proved')}"
+                  f"{' by z3 for all n >= N_fail' if pf.get('status') == 'proved' else ''}), "
+                  f"below the flip threshold 1 - 2 eta = {r['flip_threshold']}: a one-symbol change cannot flip a "
+                  f"rounded output.  At n = N_fail the bound is {v['sensitivity_at_n_fail']:.6g}.")
     for o, d in r.get("demonstration", {}).items():
         con.print(f"[bold]numeric demonstration ({o})[/bold]: first length where a flip pair is not clean: "
                   f"{d['first_break']}; every pair fails from N_fail on: {d['failure_forced_from_n_fail']}; "

@@ -50,8 +50,8 @@ def _wrap(parser, fn, name: str) -> None:
 
 
 def _console():
-    from rich.console import Console
-    return Console(highlight=False, soft_wrap=False)
+    from .cli import stdout_console
+    return stdout_console()
 
 
 def _g(x, digits: int = 6) -> str:

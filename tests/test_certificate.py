@@ -106,6 +106,22 @@ EDITS = {
     "dup_claim": (lambda c: c["claims"].append({**c["claims"][0], "id": "c9", "status": "refuted"}), "claims[2]"),
     "detach": (lambda c: c["nodes"][0].update(claim=None), "nodes[0].claim"),
     "n_min": (lambda c: c["range"].update(n_min=10**7), "range"),
+    # the search section (found by a new-user trial: it used to pass with re-computed hashes)
+    "search_inv_tau": (lambda c: c["search"].update(inv_tau="5000000"), "search.inv_tau"),
+    "search_certified": (lambda c: c["search"]["per_bound"][0].update(inv_tau_certified="1/2"),
+                         "search.per_bound[0].inv_tau_certified"),
+    "search_tight": (lambda c: c["search"]["per_bound"][0].update(inv_tau_tight_numeric=1.0),
+                     "search.per_bound[0].inv_tau_tight_numeric"),
+    "search_closed_form": (lambda c: c["search"]["per_bound"][0].update(inv_tau_closed_form=1.0),
+                           "search.per_bound[0].inv_tau_closed_form"),
+    "search_gap_lemma": (lambda c: c["search"]["per_bound"][0].update(inv_tau_generic_gap_lemma=2.0),
+                         "search.per_bound[0].inv_tau_generic_gap_lemma"),
+    "search_empirical": (lambda c: c["search"]["per_bound"][0]["empirical"].update(inv_tau_empirical=7.0),
+                         "search.per_bound[0].empirical.ratio_certified_to_empirical"),
+    "search_empirical_above": (lambda c: c["search"]["per_bound"][0]["empirical"].update(
+        inv_tau_empirical=2 * float(Fraction(c["search"]["per_bound"][0]["empirical"]["inv_tau_certified_at_n"])),
+        ratio_certified_to_empirical=0.5), "search.per_bound[0].empirical"),
+    "search_row": (lambda c: c["search"]["per_bound"].pop(), "search.per_bound"),
 }
 
 

@@ -130,3 +130,21 @@ def test_help_and_console_script():
     for cmd in ("run", "bound", "confirm", "certify", "verify"):
         out = subprocess.run([sys.executable, "-m", "softhard.solver.cli", cmd, "--help"], capture_output=True, text=True)
         assert out.returncode == 0 and "--json" in out.stdout or cmd == "verify"
+
+
+@pytest.mark.parametrize("argv,where", [
+    (["certify", "Y a", "--tau", "0", "--json"], "--tau"),
+    (["certify", "Y a", "--tau", "nan", "--json"], "--tau"),
+    (["bound", "a S b", "--regime", "X", "--json"], "--regime"),
+    (["gap", "--model", str(EXAMPLES / "models" / "ab_subsequence.json"), "--json"], "--n-max"),
+])
+def test_usage_errors_with_json_print_one_json_object(capsys, argv, where):
+    """With --json, option errors (argparse's own) also print one JSON object on stdout; stderr
+    keeps its one line."""
+    assert main(argv) == 2
+    cap = capsys.readouterr()
+    obj = json.loads(cap.out)
+    assert obj["exit"] == 2 and obj["kind"] == "UsageError" and where in obj["error"]
+    assert cap.err.count("\n") == 1 and cap.err.startswith("softhard: error:")
+    assert main([a for a in argv if a != "--json"]) == 2
+    assert capsys.readouterr().out == ""  # without --json: nothing on stdout
