@@ -6,6 +6,13 @@ compared with the node's bound ``δ(n, τ(n))`` evaluated in high precision.  Th
 allowance of :func:`softhard.constructions.simulate.leak_rounding_allowance` plus the node bound's
 own input-rounding allowance (``Bound.rounding``, counting comparators); otherwise it
 *refutes* it (THEORY §7, §8: a numeric run never proves).  ``tightness = observed / bound``.
+
+A node's bound assumes *clean inputs*: every attention node below it (its ancestors in the
+computation graph) has error ≤ η, so every clean-up ``round_η`` it reads is exact and its keys
+are Boolean (THEORY §3).  Where some ancestor's bound exceeds η at the run's (n, τ) — a
+temperature too warm for that length — the premise fails: the node's observation is reported
+(``premise`` names the ancestor) but is no evidence about its bound, and a clean output that
+differs from the hard model at such a length is expected, not a refutation.
 """
 
 from __future__ import annotations
@@ -37,14 +44,23 @@ class NodeCheck:
     allowance_rel: float
     word: str
     row: int
+    #: None when every attention ancestor's bound is ≤ η at (n, τ); else the first ancestor whose
+    #: bound exceeds η (the node's bound then does not apply: its inputs need not be clean)
+    premise: str | None = None
 
     @property
     def ratio(self) -> float:
         return self.observed / self.bound if self.bound > 0 else (0.0 if self.observed == 0 else float("inf"))
 
     @property
+    def exceeds(self) -> bool:
+        """Observed leak above the bound beyond the rounding allowance."""
+        return self.observed > self.bound * (1 + self.allowance_rel)
+
+    @property
     def ok(self) -> bool:
-        return self.observed <= self.bound * (1 + self.allowance_rel)
+        """False only for a real violation: the bound exceeded while its premise holds."""
+        return self.premise is not None or not self.exceeds
 
 
 @dataclass
@@ -53,33 +69,88 @@ class Confirmation:
 
     checks: list[NodeCheck] = field(default_factory=list)
     words: dict[str, int] = field(default_factory=dict)
+    #: per family, (word, position) where the clean output differs from the hard model although
+    #: every node's bound is ≤ η at that word's length: each one refutes the construction
     mismatches: dict[str, list] = field(default_factory=dict)
+    #: per family, (word, position) where the outputs differ at a length where some node's bound
+    #: exceeds η: exactness was not claimed there (too warm a temperature), so nothing is refuted
+    unguarded_mismatches: dict[str, list] = field(default_factory=dict)
     max_output_deviation: float = 0.0
 
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.checks) and not any(self.mismatches.values())
 
+    @property
+    def premise_failures(self) -> int:
+        """Checks whose node bound did not apply (an ancestor's bound exceeds η there)."""
+        return sum(c.premise is not None for c in self.checks)
+
     def worst(self, node: str, family: str | None = None) -> NodeCheck | None:
         """The check with the largest tightness for ``node`` (and ``family`` if given)."""
         cs = [c for c in self.checks if c.node == node and (family is None or c.family == family)]
         return max(cs, key=lambda c: c.ratio) if cs else None
 
-    def summary(self) -> dict[str, dict]:
-        """Per node: inputs tried, worst observed leak, its bound, the ratio, and any violation."""
+    def summary(self, word_chars: int | None = None) -> dict[str, dict]:
+        """Per node: inputs tried, the worst check (largest observed/bound among the checks whose
+        premise holds; among all checks if none does), its bound and ratio, the rounding
+        allowance, violations, premise failures, tightness per family and the largest leak.
+        ``word_chars``: truncate the attaining word to this many characters."""
         out = {}
         for node in dict.fromkeys(c.node for c in self.checks):
             cs = [c for c in self.checks if c.node == node]
-            w = max(cs, key=lambda c: c.ratio)
+            guarded = [c for c in cs if c.premise is None] or cs
+            w = max(guarded, key=lambda c: c.ratio)
+            word = w.word if word_chars is None or len(w.word) <= word_chars else w.word[:word_chars - 3] + "..."
             out[node] = {
                 "inputs": sum(c.inputs for c in cs),
                 "worst_observed": w.observed, "bound_there": w.bound, "ratio": w.ratio,
-                "at_n": w.n, "family": w.family, "word": w.word, "row": w.row,
+                "at_n": w.n, "family": w.family, "word": word, "row": w.row,
+                "allowance_rel": w.allowance_rel, "premise": w.premise,
                 "violations": sum(not c.ok for c in cs),
-                "max_ratio_by_family": {f: max(c.ratio for c in cs if c.family == f)
-                                            for f in dict.fromkeys(c.family for c in cs)},
+                "premise_failures": sum(c.premise is not None for c in cs),
+                "max_ratio_by_family": {f: max(c.ratio for c in guarded if c.family == f)
+                                        for f in dict.fromkeys(c.family for c in guarded)},
+                "largest_leak": max(c.observed for c in cs),
+                "largest_leak_at_n": max(cs, key=lambda c: c.observed).n,
             }
         return out
+
+
+def attention_ancestors(model: Transformer, bounds: Mapping[str, NodeBound]) -> dict[str, list[str]]:
+    """Per bounded node, the bounded nodes it reads through the computation graph (its
+    ancestors in ``model.meta["graph"]``), in graph order; none when the model has no graph."""
+    g = model.meta.get("graph")
+    if g is None:
+        return {v: [] for v in bounds}
+    import networkx as nx
+    return {v: [a for a in nx.topological_sort(g) if a in bounds and a in nx.ancestors(g, v)]
+            if v in g else [] for v in bounds}
+
+
+class _Premises:
+    """Which node bounds exceed η at a given (n, 1/τ): memoised, exact-enough (30 digits)."""
+
+    def __init__(self, model: Transformer, bounds: Mapping[str, NodeBound], beta, eta):
+        self.bounds, self.beta, self.eta = bounds, beta, eta
+        self.anc = attention_ancestors(model, bounds)
+        self._above: dict[tuple[str, int, float], bool] = {}
+
+    def above(self, node: str, n: int, inv_tau: float) -> bool:
+        key = (node, n, inv_tau)
+        if key not in self._above:
+            nb = self.bounds[node]
+            self._above[key] = (nb.value(n, Fraction(inv_tau), beta_value=self.beta, eta_value=self.eta)
+                                > mpmath.mpf(self.eta.numerator) / self.eta.denominator)
+        return self._above[key]
+
+    def failed(self, node: str, n: int, inv_tau: float) -> str | None:
+        """The first attention ancestor of ``node`` whose bound exceeds η at (n, 1/τ), or None."""
+        return next((a for a in self.anc.get(node, ()) if self.above(a, n, inv_tau)), None)
+
+    def any_above(self, n: int, inv_tau: float) -> bool:
+        """Some node's bound exceeds η at (n, 1/τ): exactness of the clean output is not claimed."""
+        return any(self.above(v, n, inv_tau) for v in self.bounds)
 
 
 def compare(summary: RunSummary, bounds: Mapping[str, NodeBound], family: str, *, beta, eta) -> list[NodeCheck]:
@@ -129,10 +200,13 @@ def confirm(model: Transformer, bounds: Mapping[str, NodeBound], families: Mappi
 
     ``families``: ``{name: words}``; ``inv_tau``: number or function of n; ``key_pattern_ns``:
     lengths at which each head is also run alone on its attaining key patterns (family
-    ``adversarial-key``).  Returns a :class:`Confirmation`; ``.ok`` is False if any bound is
-    exceeded beyond the rounding allowance or any clean output differs from the hard model.
+    ``adversarial-key``; a head run alone on Boolean keys has its premise by construction).
+    Returns a :class:`Confirmation`; ``.ok`` is False if any bound is exceeded beyond the rounding
+    allowance where its premise holds (module docstring), or any clean output differs from the
+    hard model at a length where every node's bound is ≤ η.
     """
     conf = Confirmation()
+    prem = _Premises(model, bounds, beta, eta)
     if key_pattern_ns:
         if progress:
             progress("adversarial-key")
@@ -144,8 +218,14 @@ def confirm(model: Transformer, bounds: Mapping[str, NodeBound], families: Mappi
                 progress(name)
             s = observe(model, words, inv_tau)
             s.heads.update(observe_layernorms(model, words, inv_tau).heads)  # LN comparators (THEORY §5 (a))
-            conf.checks.extend(compare(s, bounds, name, beta=beta, eta=eta))
+            for ch in compare(s, bounds, name, beta=beta, eta=eta):
+                ch.premise = prem.failed(ch.node, ch.n, ch.inv_tau)
+                conf.checks.append(ch)
             conf.words[name] = s.words
-            conf.mismatches[name] = s.mismatches
+            it_of = inv_tau if callable(inv_tau) else (lambda k, _v=float(inv_tau): _v)
+            conf.mismatches[name], conf.unguarded_mismatches[name] = [], []
+            for w, pos in s.mismatches:
+                guarded = not prem.any_above(len(w), float(it_of(len(w))))
+                (conf.mismatches if guarded else conf.unguarded_mismatches)[name].append((w, pos))
             conf.max_output_deviation = max(conf.max_output_deviation, s.max_output_deviation)
     return conf

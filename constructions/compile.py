@@ -61,6 +61,11 @@ def check_comparator(method: str) -> str:
     return method
 
 
+
+def _negate(f: Formula) -> Formula:
+    """``¬f``, with a double negation cancelled (``¬¬g = g``: same semantics, one node fewer)."""
+    return f.arg if isinstance(f, Unary) and f.op == "!" else Unary("!", f)
+
 class _Builder:
     def __init__(self, alphabet: Sequence[str], comparator: str = "head"):
         self.g = nx.DiGraph()
@@ -186,7 +191,7 @@ class _Builder:
             if op in ("P", "F"):
                 return self.select(op, text, a, a, aux)
             # H φ = ¬P¬φ, G φ = ¬F¬φ (the inner P¬φ / F¬φ is an auxiliary node)
-            inner = self.build(Unary("P" if op == "H" else "F", Unary("!", f.arg)), aux=True)
+            inner = self.build(Unary("P" if op == "H" else "F", _negate(f.arg)), aux=True)
             return self.gate("not", text, [inner], aux)
         if isinstance(f, Binary):
             x = self.build(f.left)
@@ -194,7 +199,7 @@ class _Builder:
             if f.op in ("&", "|", "->"):
                 return self.gate({"&": "and", "|": "or", "->": "implies"}[f.op], text, [x, y], aux)
             # φ S ψ / φ U ψ: key b = ψ ∨ ¬φ, value v = ψ (THEORY §4)
-            key = self.build(Binary("|", f.right, Unary("!", f.left)), aux=True)
+            key = self.build(Binary("|", f.right, _negate(f.left)), aux=True)
             return self.select(f.op, text, key, y, aux)
         raise FormulaError(f"cannot compile formula node {f!r}")
 

@@ -22,6 +22,10 @@ class FormulaSyntaxError(SofthardError):
         super().__init__(f"{where}: {message}")
 
 
+class InputFileError(SofthardError):
+    """An input file is missing, unreadable or not text (message: the path and what is wrong)."""
+
+
 class FormulaError(SofthardError):
     """A formula parses but is not acceptable (e.g. a symbol outside the alphabet)."""
 

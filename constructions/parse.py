@@ -30,7 +30,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position, symbols
-from .errors import FormulaError, FormulaSyntaxError, ParameterError
+from .errors import FormulaError, FormulaSyntaxError, InputFileError, ParameterError
 
 __all__ = [
     "FormulaSpec",
@@ -503,8 +503,8 @@ def load_spec(path_or_inline_formula: str | os.PathLike[str],
     formula mentions, in order of first occurrence.  ``at`` is
     :func:`ast.acceptance_position` of the formula unless the file says otherwise.
 
-    Raises :class:`FormulaSyntaxError` if the text does not parse (or a ``*.ltl`` path does not
-    exist), :class:`FormulaError` if a symbol is outside the alphabet or the alphabet is empty
+    Raises :class:`FormulaSyntaxError` if the text does not parse, :class:`InputFileError` if a
+    ``*.ltl`` path does not exist or is not UTF-8 text, :class:`FormulaError` if a symbol is outside the alphabet or the alphabet is empty
     or repeats a symbol.
     """
     is_pathlike = isinstance(path_or_inline_formula, os.PathLike)
@@ -517,13 +517,19 @@ def load_spec(path_or_inline_formula: str | os.PathLike[str],
         except OSError:
             is_file = False
     if is_file:
-        spec = parse_spec(path.read_text(encoding="utf-8"), source=text)
+        try:
+            body = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise InputFileError(f"{text}: not a UTF-8 text file (byte {e.start}: {e.reason})") from None
+        except OSError as e:
+            raise InputFileError(f"{text}: cannot read ({e.strerror or e})") from None
+        spec = parse_spec(body, source=text)
         if alphabet is None:
             return spec
         alpha = _coerce_alphabet(alphabet, source=text)
         return FormulaSpec(spec.name, spec.description, alpha, spec.formula, spec.at, spec.source)
     if is_pathlike or text.endswith(".ltl"):
-        raise FormulaSyntaxError("no such file", source=text)
+        raise InputFileError(f"{text}: no such file")
     source = "<formula>"
     formula, positions = _parse_with_positions(text, source)
     if alphabet is None:

@@ -80,10 +80,15 @@ def execute(path: Path, *, timeout: float = 600, setup: str | None = None):
     if setup:
         nb.cells.insert(0, nbformat.v4.new_code_cell(setup))
     with tempfile.TemporaryDirectory(prefix="softhard-kernel-") as d:
-        client = NotebookClient(nb, km=kernel_manager(Path(d)), timeout=timeout, allow_errors=False,
+        km = kernel_manager(Path(d))
+        client = NotebookClient(nb, km=km, timeout=timeout, allow_errors=False,
                                 resources={"metadata": {"path": str(NB_DIR)}})
         t0 = time.perf_counter()
-        client.execute()
+        try:
+            client.execute()
+        finally:  # a client handed its manager does not own the kernel: stop it here
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
         seconds = time.perf_counter() - t0
     if setup:
         nb.cells.pop(0)

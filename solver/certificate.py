@@ -222,28 +222,16 @@ def _numeric(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, progres
         top = min(n_max, 10**5)
         key_ns = sorted({k for k in (2, max(2, top // 100), top) if k <= n_max})
     conf = confirm(c.model, c.bounds, fams, it, beta=c.beta, eta=c.eta, progress=progress, key_pattern_ns=key_ns)
-    per_node = {}
-    for v in c.bounds:
-        cs = [x for x in conf.checks if x.node == v]
-        if not cs:
-            continue
-        w = max(cs, key=lambda x: x.ratio)
-        per_node[v] = {
-            "inputs": sum(x.inputs for x in cs),
-            "worst_observed": w.observed, "bound_there": w.bound, "ratio": w.ratio,
-            "at_n": w.n, "family": w.family, "word": w.word if len(w.word) <= 64 else w.word[:61] + "...",
-            "row": w.row, "allowance_rel": w.allowance_rel,
-            "violations": sum(not x.ok for x in cs),
-            "max_ratio_by_family": {f: max(x.ratio for x in cs if x.family == f)
-                                    for f in dict.fromkeys(x.family for x in cs)},
-            "largest_leak": max(x.observed for x in cs),
-            "largest_leak_at_n": max(cs, key=lambda x: x.observed).n,
-        }
+    per_node = conf.summary(word_chars=64)
     lengths = {f: [min(x.n for x in conf.checks if x.family == f), max(x.n for x in conf.checks if x.family == f)]
                for f in dict.fromkeys(x.family for x in conf.checks)}
     return {"inv_tau_float": it, "families": conf.words, "lengths": lengths,
             "worst_means": "per node, the check with the largest observed/bound ratio (largest_leak: the largest leak)",
             "mismatched_outputs": sum(len(v) for v in conf.mismatches.values()),
+            "mismatched_outputs_unguarded": sum(len(v) for v in conf.unguarded_mismatches.values()),
+            "mismatches_count": "positions (word, position) whose clean output differs from the hard model; "
+                                "'unguarded': at a length where some node's bound exceeds eta (not claimed exact)",
+            "premise_failures": conf.premise_failures,
             "max_output_deviation": conf.max_output_deviation, "ok": conf.ok, "nodes": per_node,
             "note": "a numeric run confirms or refutes, never proves (THEORY §7)"}
 
@@ -914,27 +902,10 @@ def _verify_claim(rep: VerifyReport, where: str, x: dict, cs: ClaimSpec, timeout
             rep.add(f"{where}.status", f"says proved, but the arb check refutes it at n = {ar.counterexample}")
     if st == "proved":
         # the unsat boxes must cover [n_lo, n_hi] exactly, each query must encode the stated claim
-        boxes = sorted(((q["lo"], q["hi"]) for q in qs if q["answer"] == "unsat"),
-                       key=lambda b: b[0])
-        if not boxes:
-            rep.add(f"{where}.queries", "status proved but no unsatisfiable query is stored")
+        gap = _uncovered(qs, cs)
+        if gap is not None:
+            rep.add(f"{where}.queries", gap)
             return
-        cur = cs.n_lo
-        for lo, hi in boxes:
-            if lo > cur:
-                rep.add(f"{where}.queries", f"proof boxes leave n in [{cur}, {lo - 1}] uncovered")
-                return
-            if hi is None:
-                cur = None
-                break
-            cur = max(cur, hi + 1)
-        if cs.n_hi is None and cur is not None:
-            rep.add(f"{where}.queries", f"proof boxes stop at n = {cur - 1} but the claim is for all n")
-            return
-        if cs.n_hi is not None and (cur is None or cur <= cs.n_hi):
-            if cur is not None:
-                rep.add(f"{where}.queries", f"proof boxes stop at n = {cur - 1} < n_max = {cs.n_hi}")
-                return
         for k, q in enumerate(qs):
             if q["answer"] != "unsat":
                 continue
@@ -944,8 +915,11 @@ def _verify_claim(rep: VerifyReport, where: str, x: dict, cs: ClaimSpec, timeout
                                                         f"[{q['lo']}, {q['hi']}] (bound, tau, eta or box edited)")
                 continue
             if rerun:
-                ans, reason, _, _ = run_z3(q["smtlib"], timeout_s)
-                if ans != "unsat":
+                ans, reason, _, secs = run_z3(q["smtlib"], timeout_s)
+                if ans == "unknown":
+                    rep.add(f"{where}.queries[{k}].answer", f"could not be re-checked: z3 gave up after {secs:.1f} s "
+                                                            f"({reason}); try a larger --timeout")
+                elif ans != "unsat":
                     rep.add(f"{where}.queries[{k}].answer", f"stored unsat but z3 now answers {ans} {reason}".strip())
     elif st == "refuted":
         cex = x.get("counterexample")
@@ -969,7 +943,32 @@ def _verify_claim(rep: VerifyReport, where: str, x: dict, cs: ClaimSpec, timeout
                 rep.add(f"{where}.counterexample", f"{cex} is not the smallest violation: the bound exceeds the "
                                                    f"tolerance already at n = {below.counterexample}")
     elif st == "unknown":
-        pass  # nothing is asserted
+        # nothing is asserted — unless the stored queries are a complete proof, which an honest
+        # run reports as proved (or, with the arb check refuting it, as a recorded disagreement)
+        if _uncovered(qs, cs) is None and not x.get("disagreement") and \
+                all(_prec_of(q, cs) is not None for q in qs if q["answer"] == "unsat"):
+            rep.add(f"{where}.status", "says unknown, but its stored unsat queries cover the whole range and no "
+                                       "disagreement is recorded: the status was changed from proved")
+
+
+def _uncovered(qs: list[dict], cs: ClaimSpec) -> str | None:
+    """None if the boxes of the queries answered ``unsat`` cover ``[n_lo, n_hi]`` (all n ≥ n_lo
+    when ``n_hi`` is None); otherwise what is left uncovered."""
+    boxes = sorted(((q["lo"], q["hi"]) for q in qs if q["answer"] == "unsat"), key=lambda b: b[0])
+    if not boxes:
+        return "no unsatisfiable query is stored"
+    cur = cs.n_lo
+    for lo, hi in boxes:
+        if lo > cur:
+            return f"proof boxes leave n in [{cur}, {lo - 1}] uncovered"
+        if hi is None:
+            return None
+        cur = max(cur, hi + 1)
+    if cs.n_hi is None:
+        return f"proof boxes stop at n = {cur - 1} but the claim is for all n"
+    if cur <= cs.n_hi:
+        return f"proof boxes stop at n = {cur - 1} < n_max = {cs.n_hi}"
+    return None
 
 
 def _prec_of(q: dict, cs: ClaimSpec) -> int | None:
@@ -997,7 +996,13 @@ def _verify_numeric(rep: VerifyReport, cert: dict, c: Construction) -> None:
         if abs(exp_ratio - s["ratio"]) > 1e-9 * max(1.0, abs(exp_ratio)):
             rep.add(f"numeric.nodes.{v}.ratio", f"stored {s['ratio']!r} but worst_observed/bound_there = {exp_ratio!r}")
         viol = s["worst_observed"] > s["bound_there"] * (1 + s["allowance_rel"])
-        if viol and s["violations"] == 0:
+        anc = s.get("premise")
+        if anc is not None:  # the stored worst check says an ancestor's bound exceeds eta there: re-check it
+            if anc not in c.bounds or c.bounds[anc].value(s["at_n"], inv_tau, c.beta, c.eta) <= \
+                    mpmath.mpf(c.eta.numerator) / c.eta.denominator:
+                rep.add(f"numeric.nodes.{v}.premise", f"names {anc!r}, whose bound at n = {s['at_n']} does not "
+                                                      f"exceed eta")
+        elif viol and s["violations"] == 0:
             rep.add(f"numeric.nodes.{v}.violations", "worst observed exceeds the bound but no violation is recorded")
     anyviol = any(s["violations"] for s in (num.get("nodes") or {}).values())
     if num["ok"] and (anyviol or num["mismatched_outputs"]):

@@ -171,10 +171,39 @@ class Analysis:
     key_size_text: str
     decoders: dict[str, dict]
     mlp_info: dict[str, dict]
+    #: the tolerances are the default ones, read off the rounding margins ("margin" mode)
+    eps_from_margin: bool = True
 
     @property
     def n_table(self) -> int:
         return int(self.info["max_seq_len"])
+
+    @property
+    def fraction_rule(self) -> str | None:
+        """For a numerical output in "margin" mode whose hard values at max_seq_len are fractions
+        ``a/b`` in [0, 1] with ``b ≤ max_seq_len`` and whose margin there is the Farey half-gap
+        ``1/(2N(N−1))``: the rule that fixes its tolerance at a longer length (see
+        :meth:`tolerance_at`); None otherwise (the tolerance stays the one at max_seq_len)."""
+        o = self.hm.outputs[0]
+        N = self.n_table
+        if o.type != "numerical" or not self.eps_from_margin or N < 2:
+            return None
+        st = self.stats.outputs[o.name]
+        vals = {Fraction(v[0]) for v in st.values}
+        if not all(0 <= v <= 1 and v.denominator <= N for v in vals) or st.margin != Fraction(1, 2 * N * (N - 1)):
+            return None
+        return ("the hard values at max_seq_len are fractions a/b with b <= n (a mean of a 0/1 value over at most n "
+                "positions) and their margin is the Farey half-gap 1/(2n(n-1)); assuming the same at every length n, "
+                "the tolerance at n is 0.999/(2n(n-1)) (6 digits, rounded down), so the rounded output identifies the "
+                "hard fraction")
+
+    def tolerance_at(self, N: int) -> dict[str, Fraction]:
+        """Tolerance overrides (claim node → tolerance) for a claim on ``[1, N]`` beyond
+        max_seq_len: under :attr:`fraction_rule`, the output's ε(N) = 0.999/(2N(N−1)) (≤ the
+        tolerance at every n ≤ N, as ε decreases in N); otherwise none."""
+        if N <= self.n_table or self.fraction_rule is None:
+            return {}
+        return {f"out:{self.hm.outputs[0].name}": epsilon_for(Fraction(1, 2 * N * (N - 1)))}
 
     @property
     def coldness(self) -> Fraction:
@@ -245,7 +274,8 @@ def analyse(hm: HardModel, info: dict, *, epsilon="margin", progress=None) -> An
     lam = sqrt_ratio_enclosure(c, int(info["key_size"]))
     return Analysis(hm=hm, info=info, stats=stats, tables=tables, data=data, bound=bound, ext=ext, bound_ext=bound_ext,
                     ext_reason=why, epsilon=eps, margins=margins, lam=lam, key_size_fn=fn, key_size_text=txt,
-                    decoders=decoders, mlp_info=mlp_info)
+                    decoders=decoders, mlp_info=mlp_info,
+                    eps_from_margin=isinstance(epsilon, str) and epsilon.strip() == "margin")
 
 
 def _extension(hm: HardModel, info: dict, stats: Stats, tables: dict[str, LogitTable], dirs):
@@ -464,15 +494,15 @@ def required(expr: sp.Expr, tol: Fraction, n_value: int) -> mpmath.mpf:
     return required_inv_tau(expr, n_value=n_value, eta_value=tol)
 
 
-def largest_n(expr_n: sp.Expr, tol: Fraction, cap: int = N_CAP) -> int | None:
+def largest_n(expr_n: sp.Expr, tol: Fraction | Callable[[int], Fraction], cap: int = N_CAP) -> int | None:
     """Largest integer n ≥ 1 with ``expr_n(n) ≤ tol`` (expr increasing in n; numeric, 50 digits);
-    0 if it fails at n = 1; None if it holds up to ``cap``."""
+    ``tol`` may be a function of n, non-increasing; 0 if it fails at n = 1; None if it holds up
+    to ``cap``."""
     f = sp.lambdify([n_sym], expr_n, modules="mpmath")
     with mpmath.workdps(50):
-        t = mpmath.mpf(tol.numerator) / tol.denominator
-
         def ok(k):
-            return f(mpmath.mpf(k)) <= t
+            t = tol(k) if callable(tol) else tol
+            return f(mpmath.mpf(k)) <= mpmath.mpf(t.numerator) / t.denominator
 
         if not ok(1):
             return 0
@@ -576,7 +606,7 @@ def answer_longer(an: Analysis, timeout_s: float, say=None) -> tuple[dict, list[
     lo, hi = an.lam
     best, node = None, None
     for nd, e, tol in claim_exprs(an.bound_ext, an.epsilon):
-        k = largest_n(_subs(e, lo), tol)
+        k = largest_n(_subs(e, lo), lambda N, nd=nd, tol=tol: an.tolerance_at(N).get(nd, tol))
         if k is not None and (best is None or k < best):
             best, node = k, nd
     kind = an.ext.kind
@@ -601,13 +631,17 @@ def answer_longer(an: Analysis, timeout_s: float, say=None) -> tuple[dict, list[
                            f"decodes a count of {b['count']} as {b['decoded']} (its classes stop at "
                            f"{an.hm.outputs[0].classes[-1]})")
                 break
-    if an.hm.outputs[0].type == "numerical":
+    if an.fraction_rule is not None:
+        base["tolerance_rule"] = an.fraction_rule
+        base["tolerance_at_exact_up_to"] = {k: fs(v) for k, v in an.tolerance_at(best).items()}
+    elif an.hm.outputs[0].type == "numerical":
         hvp.append("epsilon stays the one chosen at max_seq_len; distinct hard values of a numerical output may lie "
                    "closer together at longer lengths (for a running fraction, 1/(n(n-1)) apart)")
     base["hard_vs_program"] = hvp
-    runs = make_claims(an.bound_ext, an.epsilon, lo, 1, best, "longer", kind, "x")
+    runs = make_claims(an.bound_ext, an.epsilon, lo, 1, best, "longer", kind, "x", tol_override=an.tolerance_at(best))
     run_claims(runs, timeout_s, say)
-    ref = make_claims(an.bound_ext, an.epsilon, hi, best + 1, best + 1, "longer-next", kind, "xn", only=node)
+    ref = make_claims(an.bound_ext, an.epsilon, hi, best + 1, best + 1, "longer-next", kind, "xn", only=node,
+                      tol_override=an.tolerance_at(best + 1))
     run_claims(ref, timeout_s, say)
     ok = all(r.json["status"] == "proved" for r in runs) and ref[0].json["status"] == "refuted"
     return {**base, "status": "proved" if ok else "unknown", "exact_up_to": best, "binding": node,
@@ -664,9 +698,13 @@ def answer_recompiled(an: Analysis, timeout_s: float, say=None) -> tuple[dict, l
     grows = fn(an.n_table + 1) != fn(an.n_table)
     hard_cap = min((d["max_count_decoded"] for d in an.decoders.values()), default=None)
 
+    def tol(node: str, t: Fraction, N: int) -> mpmath.mpf:
+        t = an.tolerance_at(N).get(node, t)
+        return mpmath.mpf(t.numerator) / t.denominator
+
     def worst(N: int) -> mpmath.mpf:
         lam = mpmath.mpf(c.numerator) / c.denominator / mpmath.sqrt(fn(N))
-        f = max(evaluate(e, n_value=N, inv_tau=lam) / (mpmath.mpf(t.numerator) / t.denominator) for _, e, t in claims)
+        f = max(evaluate(e, n_value=N, inv_tau=lam) / tol(nd, t, N) for nd, e, t in claims)
         return f
 
     rows = []
@@ -720,15 +758,20 @@ def answer_recompiled(an: Analysis, timeout_s: float, say=None) -> tuple[dict, l
     Nc = lo_
     l_lo, _ = sqrt_ratio_enclosure(c, fn(Nc))
     _, l_hi = sqrt_ratio_enclosure(c, fn(Nc + 1))
-    runs = make_claims(an.bound_ext, an.epsilon, l_lo, 1, Nc, "recompiled", "hypothetical", "r")
+    runs = make_claims(an.bound_ext, an.epsilon, l_lo, 1, Nc, "recompiled", "hypothetical", "r",
+                       tol_override=an.tolerance_at(Nc))
     run_claims(runs, timeout_s, say)
     # the binding claim at N_c + 1
     vals = []
     lam1 = mpmath.mpf(c.numerator) / c.denominator / mpmath.sqrt(fn(Nc + 1))
     for node, e, t in claims:
-        vals.append((evaluate(e, n_value=Nc + 1, inv_tau=lam1) / (mpmath.mpf(t.numerator) / t.denominator), node))
+        vals.append((evaluate(e, n_value=Nc + 1, inv_tau=lam1) / tol(node, t, Nc + 1), node))
     node = max(vals)[1]
-    ref = make_claims(an.bound_ext, an.epsilon, l_hi, Nc + 1, Nc + 1, "recompiled-next", "hypothetical", "rn", only=node)
+    ref = make_claims(an.bound_ext, an.epsilon, l_hi, Nc + 1, Nc + 1, "recompiled-next", "hypothetical", "rn", only=node,
+                      tol_override=an.tolerance_at(Nc + 1))
+    if an.fraction_rule is not None:
+        out.update(tolerance_rule=an.fraction_rule,
+                   tolerance_at_N_c={k: fs(v) for k, v in an.tolerance_at(Nc).items()})
     run_claims(ref, timeout_s, say)
     ok = all(r.json["status"] == "proved" for r in runs) and ref[0].json["status"] == "refuted"
     out.update(status="proved" if ok else "unknown", N_c=Nc, key_size_at_N_c=fn(Nc), inv_tau_at_N_c=fs(l_lo),
@@ -885,6 +928,10 @@ def _att(mask: str, i: int, j: int) -> bool:
     return {"none": True, "past": j <= i, "strict_past": j < i, "future": j >= i, "strict_future": j > i}[mask]
 
 
+#: absolute float64 allowance of an all-words observation against its bound (outputs are O(1))
+ALL_WORDS_ALLOWANCE = 2.0**-40 * 2
+
+
 def confirm_all_words(an: Analysis, inv_taus: list[float] | None = None, mp_words: int = 16) -> dict:
     """Every word up to max_seq_len run hard (exact) and soft (float64) at the compiled temperature
     (and at ``inv_taus``): per length the largest observed output error against the bound there,
@@ -917,9 +964,8 @@ def confirm_all_words(an: Analysis, inv_taus: list[float] | None = None, mp_word
         for lam in lams:
             obs, w, row = best[lam]
             bd = float(evaluate(an.bound.outputs[o.name], n_value=L, inv_tau=lam))
-            allow = 2.0**-40 * 2
             resolved = obs > 1e-14
-            if obs > bd + allow:
+            if obs > bd + ALL_WORDS_ALLOWANCE:
                 violations += 1
             per[lam].append({"n": L, "words": k**L, "observed": obs, "bound": bd,
                              "ratio": (obs / bd) if bd > 0 and resolved else None,
@@ -1127,9 +1173,10 @@ def _rebuild_runs(an: Analysis, params: dict) -> dict[str, list[ClaimRun]]:
     if an.bound_ext is not None and lg.get("all_n"):
         out["longer"] = make_claims(an.bound_ext, an.epsilon, lo, 1, None, "longer", an.ext.kind, "x")
     elif an.bound_ext is not None and lg.get("N"):
-        out["longer"] = make_claims(an.bound_ext, an.epsilon, lo, 1, lg["N"], "longer", an.ext.kind, "x")
+        out["longer"] = make_claims(an.bound_ext, an.epsilon, lo, 1, lg["N"], "longer", an.ext.kind, "x",
+                                    tol_override=an.tolerance_at(lg["N"]))
         out["longer-next"] = make_claims(an.bound_ext, an.epsilon, hi, lg["N"] + 1, lg["N"] + 1, "longer-next",
-                                         an.ext.kind, "xn", only=lg["binding"])
+                                         an.ext.kind, "xn", only=lg["binding"], tol_override=an.tolerance_at(lg["N"] + 1))
     rc = params["recompiled"]
     dec = _recompiled_decoder(an) if an.key_size_fn is not None and \
         an.key_size_fn(an.n_table + 1) == an.key_size_fn(an.n_table) else None
@@ -1142,9 +1189,11 @@ def _rebuild_runs(an: Analysis, params: dict) -> dict[str, list[ClaimRun]]:
         c = an.coldness
         l_lo, _ = sqrt_ratio_enclosure(c, an.key_size_fn(Nc))
         _, l_hi = sqrt_ratio_enclosure(c, an.key_size_fn(Nc + 1))
-        out["recompiled"] = make_claims(an.bound_ext, an.epsilon, l_lo, 1, Nc, "recompiled", "hypothetical", "r")
+        out["recompiled"] = make_claims(an.bound_ext, an.epsilon, l_lo, 1, Nc, "recompiled", "hypothetical", "r",
+                                        tol_override=an.tolerance_at(Nc))
         out["recompiled-next"] = make_claims(an.bound_ext, an.epsilon, l_hi, Nc + 1, Nc + 1, "recompiled-next",
-                                             "hypothetical", "rn", only=rc["binding"])
+                                             "hypothetical", "rn", only=rc["binding"],
+                                             tol_override=an.tolerance_at(Nc + 1))
     return out
 
 
@@ -1259,6 +1308,30 @@ def verify_tracr(cert: dict, *, timeout_s: float = 20.0, rerun_queries: bool = T
         if num["ok"] and (num["all_words"]["violations"] or num["all_words"]["mismatched_outputs"]):
             rep.add("numeric.ok", "says ok but violations or mismatches are recorded")
         rep.checked.append("examples re-run")
+        _verify_all_words_rows(rep, num["all_words"], an)
     rep.problems.extend(hash_problems)
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+def _verify_all_words_rows(rep: VerifyReport, aw: dict, an: Analysis) -> None:
+    """Consistency of the stored all-words runs (not re-run): each row's bound re-evaluated at its
+    (n, 1/τ), its ratio equal to observed/bound, and the violation count equal to the rows whose
+    observation exceeds the bound beyond the allowance used by :func:`confirm_all_words`."""
+    o = an.hm.outputs[0]
+    viol = 0
+    for j, p in enumerate(aw.get("per_inv_tau") or []):
+        for k, r in enumerate(p.get("rows") or []):
+            where = f"numeric.all_words.per_inv_tau[{j}].rows[{k}]"
+            bd = float(evaluate(an.bound.outputs[o.name], n_value=r["n"], inv_tau=p["inv_tau"]))
+            if abs(bd - r["bound"]) > 1e-12 * max(abs(bd), 1e-300):
+                rep.add(f"{where}.bound", f"stored {r['bound']!r} but the bound at n = {r['n']} is {bd!r}")
+            want = (r["observed"] / r["bound"]) if r["bound"] > 0 and r["resolved_in_float64"] else None
+            if (want is None) != (r["ratio"] is None) or (want is not None and abs(want - r["ratio"]) > 1e-9 * max(1.0, want)):
+                rep.add(f"{where}.ratio", f"stored {r['ratio']!r} but observed/bound gives {want!r}")
+            if r["resolved_in_float64"] != (r["observed"] > 1e-14):
+                rep.add(f"{where}.resolved_in_float64", "does not match the observed value")
+            viol += r["observed"] > r["bound"] + ALL_WORDS_ALLOWANCE
+    if viol != aw.get("violations"):
+        rep.add("numeric.all_words.violations", f"stored {aw.get('violations')!r} but the stored rows show {viol}")
+    rep.checked.append("all-words numeric rows consistent")

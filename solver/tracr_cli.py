@@ -69,8 +69,6 @@ def cmd_certify_tracr(args) -> int:
     from .certificate import write_certificate
     from .tracr import certify_tracr
 
-    if args.timeout <= 0:
-        raise ParameterError(f"--timeout must be > 0, got {args.timeout}")
     if args.tau is not None or args.find_tau:
         raise ParameterError("--tau/--find-tau do not apply to --tracr: the compiled temperature is fixed, and the "
                              "minimum temperature is always reported")
@@ -100,6 +98,11 @@ def cmd_certify_tracr(args) -> int:
         print_tracr_certificate(cert, args.output)
     ok = cert["status"] == "proved" and (cert["numeric"] is None or cert["numeric"]["ok"])
     return 0 if ok else 1
+
+
+def _tol_txt(answer: dict, var: str) -> str:
+    """'epsilon', or the length-dependent tolerance an answer used (solver.tracr ``fraction_rule``)."""
+    return f"0.999/(2{var}({var}-1))" if answer.get("tolerance_rule") else "epsilon"
 
 
 def _st(s: str) -> str:
@@ -170,8 +173,8 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
         con.print(f" 1. at the compiled 1/tau = {a1['inv_tau_decimal']}: {_st(a1['status'])}; within epsilon for n <= "
                   f"{a1.get('exact_up_to')}, first failure of the bound at n = {a1.get('first_failure')}")
     if a2.get("inv_tau") and a2["inv_tau"] != "0":
-        con.print(f" 2. smallest 1/tau for every n <= {a2['n']}: {a2['inv_tau_decimal']} {_st(a2['status'])} (refuted at "
-                  f"{a2['refuted_below_decimal']}; binding: {a2['binding']}) = nominal coldness {a2['nominal_coldness']} "
+        con.print(f" 2. smallest 1/tau for every n <= {a2['n']}: {a2['inv_tau_decimal']} {_st(a2['status'])} (the bound's claim is refuted at "
+                  f"{a2['refuted_below_decimal']}: the bound, not necessarily the model, fails below; binding: {a2['binding']}) = nominal coldness {a2['nominal_coldness']} "
                   f"at key_size {a2['key_size']}"
                   + ("" if a2.get("premise") == "exhaustive" else f" — {a2.get('premise')} premises beyond max_seq_len")
                   + ("" if not a2.get("recompiled_for_n") else
@@ -180,9 +183,11 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
     else:
         con.print(f" 2. smallest 1/tau for n <= {a2.get('n')}: {a2.get('note') or a2.get('reason')}")
     if a3.get("exact_up_to"):
-        con.print(f" 3. longer inputs at the compiled 1/tau ({a3['meaning']}): within epsilon for every "
+        con.print(f" 3. longer inputs at the compiled 1/tau ({a3['meaning']}): within {_tol_txt(a3, 'n')} for every "
                   f"n <= {a3['exact_up_to']} {_st(a3['status'])}, not certifiable at {a3['exact_up_to'] + 1} "
                   f"(binding: {a3['binding']})")
+        if a3.get("tolerance_rule"):
+            con.print(f"    tolerance: {a3['tolerance_rule']}")
         for note in a3.get("hard_vs_program") or []:
             con.print(f"    [yellow]but[/yellow]: {note}")
     elif a3.get("all_n"):
@@ -198,7 +203,7 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
                   "condition w(w+1) < L)")
     elif a4.get("N_c") is not None:
         con.print(f" 4. compiled for max_seq_len N (hypothetical; {a4['key_size_rule']}): with the same coldness, within "
-                  f"epsilon for every n <= N for every N <= {a4['N_c']} {_st(a4['status'])} (1/tau = "
+                  f"{_tol_txt(a4, 'N')} for every n <= N for every N <= {a4['N_c']} {_st(a4['status'])} (1/tau = "
                   f"{a4['inv_tau_at_N_c_decimal']} at N = {a4['N_c']}), not at N = {a4['N_c'] + 1}")
     else:
         con.print(f" 4. compiled for max_seq_len N: {a4.get('note') or a4.get('reason')}")
@@ -221,8 +226,8 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
                   + (f"; 50 digits at n = {hp['n']}: {hp['observed_mp50']} vs bound {hp['bound']} (ratio "
                      f"{hp['ratio']:.4g}, '{hp['word']}')" if hp else "")
                   + f"; bound exceeded: {aw['violations']}, outputs differing: {aw['mismatched_outputs']}")
-    con.print(f"status: {_st(cert['status'])}  ({cert['times']['total_s']:.2f} s)"
-              + (f"; certificate written to {path}" if path else ""))
+    from .certify_cli import status_line
+    con.print(status_line(cert, path))
 
 
 # --------------------------------------------------------------------------------------------

@@ -69,7 +69,7 @@ def test_inline_formula_alphabet(capsys):
 def test_bound_command(capsys):
     rc, r = run_json(capsys, "bound", T4, "--regime", "T", "--n-max", "1000000")
     assert rc == 0
-    assert {x["node"] for x in r["nodes"]} == {"Y 0", "Y (Y 0)", "P !!((0 & (Y 0)) & (Y (Y 0)))"}
+    assert {x["node"] for x in r["nodes"]} == {"Y 0", "Y (Y 0)", "P ((0 & (Y 0)) & (Y (Y 0)))"}
     for x in r["nodes"]:
         assert x["order"] == "Θ(n)" and x["generic_order"] == "Θ(n log n)"
         assert x["inv_tau_required"] <= x["inv_tau_closed_form"] <= 1.001 * x["inv_tau_required"]

@@ -37,7 +37,8 @@ IDS = [p.name for p in NOTEBOOKS]
 
 def test_notebooks_present():
     names = {p.stem.split("_")[0] for p in NOTEBOOKS}
-    assert {"01", "02", "03", "06"} <= names, f"proof-study notebooks missing from {NB_DIR}: found {IDS}"
+    want = {"01", "02", "03", "04", "05", "06", "07"}  # issue 6 items 1-6, and the Tracr study (issue 8)
+    assert want <= names, f"proof-study notebooks missing from {NB_DIR}: found {IDS}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from softhard.constructions.ast import (
     COMPARE_OPS, Atom, Binary, Compare, Const, Formula, Linear, Unary,
 )
-from softhard.constructions.errors import FormulaError, FormulaSyntaxError, ParameterError
+from softhard.constructions.errors import FormulaError, FormulaSyntaxError, InputFileError, ParameterError
 from softhard.constructions.parse import (
     FormulaSpec, load_spec, parse_alphabet, parse_formula, parse_spec, tokenize,
 )
@@ -400,7 +400,7 @@ def test_load_spec_inline_errors() -> None:
         load_spec("a", alphabet="aba")
     with pytest.raises(FormulaError, match="mentions no symbol"):
         load_spec("true")
-    with pytest.raises(FormulaSyntaxError, match="no such file"):
+    with pytest.raises(InputFileError, match="does/not/exist.ltl: no such file"):
         load_spec("does/not/exist.ltl")
     with pytest.raises(FormulaSyntaxError) as ei:
         load_spec("a &")

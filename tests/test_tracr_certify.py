@@ -41,6 +41,15 @@ def _frac_prevs_err(n, lam):
     return S / (1 + S)
 
 
+def _eps_at(N: int) -> Fraction:
+    """0.999/(2N(N-1)) rounded down to 6 significant digits, computed here independently."""
+    x = Fraction(999, 2000 * N * (N - 1))
+    k = 0
+    while x * 10**k < 10**5:
+        k += 1
+    return Fraction(math.floor(x * 10**k), 10**k)
+
+
 def test_frac_prevs_answers(certs):
     c = certs["frac_prevs"]
     A = c["answers"]
@@ -61,18 +70,27 @@ def test_frac_prevs_answers(certs):
         assert mi["status"] == "proved" and mi["binding"] == "out:frac_prevs_3"
         assert float(Fraction(mi["inv_tau"])) == pytest.approx(float(star), rel=1e-8)
         assert Fraction(mi["refuted_below"]) < float(star) <= Fraction(mi["inv_tau"])
-        # 3. longer inputs (hypothetical): the largest n with S/(1+S) <= eps at the compiled 1/tau
+        # beyond max_seq_len the hard values are fractions a/b, b <= n, distinct ones >= 1/(n(n-1))
+        # apart: the tolerance at length N is 0.999/(2N(N-1)) rounded down to 6 digits (at N = 8: eps)
+        assert _eps_at(8) == eps
+
+        def within(N, lam):
+            t = _eps_at(N)
+            return _frac_prevs_err(N, lam) <= mpmath.mpf(t.numerator) / t.denominator
+        # 3. longer inputs (hypothetical): the largest n with S/(1+S) <= eps(n) at the compiled 1/tau
         L = mpmath.mpf(100) / mpmath.sqrt(10)
-        q = e / (1 - e)  # S <= eps/(1-eps)
-        n_star = int(mpmath.floor((q - mpmath.exp(-L / 2)) / mpmath.exp(-L))) + 1
+        n_star = max(k for k in range(8, 5000) if within(k, L))
+        assert not any(within(k, L) for k in range(n_star + 1, 5000))
         a3 = A["longer_inputs"]
-        assert a3["status"] == "proved" and a3["premise"] == "hypothetical" and a3["exact_up_to"] == n_star
+        assert a3["status"] == "proved" and a3["premise"] == "hypothetical" and a3["exact_up_to"] == n_star == 1917
+        assert a3["tolerance_at_exact_up_to"] == {"out:frac_prevs_3": str(_eps_at(n_star))}
         # 4. compiled for max_seq_len N: key_size N + 2, 1/tau = 100/sqrt(N + 2); the largest N with the
-        #    bound at n = N within eps
+        #    bound at n = N within eps(N)
         a4 = A["recompiled"]
         assert "N + 2" in a4["key_size_rule"]
-        Nc = max(N for N in range(8, 400) if _frac_prevs_err(N, 100 / mpmath.sqrt(N + 2)) <= e)
-        assert a4["status"] == "proved" and a4["N_c"] == Nc == 92
+        Nc = max(N for N in range(8, 400) if within(N, 100 / mpmath.sqrt(N + 2)))
+        assert a4["status"] == "proved" and a4["N_c"] == Nc == 37
+        assert {cl["tolerance"] for cl in _claims(c, "recompiled")} == {str(_eps_at(37))}
     # every proved claim has its Z3 proof and an agreeing arb check
     for cl in c["claims"]:
         assert cl["status"] == ("refuted" if cl["role"].endswith(("-next", "-below")) else "proved"), cl["id"]
@@ -197,16 +215,34 @@ def test_epsilon_option_and_refutation(capsys):
 
 def test_causal_variant_bound_does_not_grow(tmp_path, capsys):
     """frac_prevs with Tracr's causal mask (j <= i): the later indices are masked, so no key but BOS
-    competes; the bound no longer grows with n and the longer-inputs answer holds for every n."""
+    competes; the bound no longer grows with n.  With a fixed epsilon the longer-inputs answer holds
+    for every n; with the default tolerance, which follows the hard values' spacing 1/(n(n-1)),
+    it holds up to the n where the constant bound meets 0.999/(2n(n-1))."""
     for ext in (".json", ".npz"):
         (tmp_path / f"frac_prevs{ext}").write_bytes((DIR / f"frac_prevs{ext}").read_bytes())
     meta = json.loads((tmp_path / "frac_prevs.json").read_text())
     meta["config"]["causal"] = True
     (tmp_path / "frac_prevs.json").write_text(json.dumps(meta))
+    lam_c = mpmath.mpf(100) / mpmath.sqrt(10)
+    with mpmath.workdps(30):
+        def const_err(lam):
+            return mpmath.exp(-lam / 2) / (1 + mpmath.exp(-lam / 2))
+
+        def within(N, lam):
+            t = _eps_at(N)
+            return const_err(lam) <= mpmath.mpf(t.numerator) / t.denominator
+        n_star = max(k for k in range(2, 10**4) if within(k, lam_c))
+        Nc = max(N for N in range(2, 1000) if within(N, 100 / mpmath.sqrt(N + 2)))
     cert = certify_tracr(load_tracr(tmp_path / "frac_prevs"), numeric=False)
     t = cert["heads"][0]["table"]
     assert t["meets"]["indices=0, one=1"] == 1 and t["meets"]["indices=7, one=1"] == 8
     assert cert["heads"][0]["leak_bound"]["text"] == "exp(-1/(2*tau))/(1 + exp(-1/(2*tau)))"
+    a3 = cert["answers"]["longer_inputs"]
+    assert a3["status"] == "proved" and a3["exact_up_to"] == n_star and a3["tolerance_rule"]
+    assert cert["answers"]["recompiled"]["N_c"] == Nc
+    assert verify_tracr(cert, rerun_queries=False).ok
+    # a fixed epsilon: every n at the compiled temperature
+    cert = certify_tracr(load_tracr(tmp_path / "frac_prevs"), epsilon=Fraction(1, 200), numeric=False)
     a3 = cert["answers"]["longer_inputs"]
     assert a3["status"] == "proved" and a3["all_n"] and a3["exact_up_to"] is None
     (x,) = [c for c in cert["claims"] if c["role"] == "longer"]
