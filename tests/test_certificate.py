@@ -122,6 +122,13 @@ EDITS = {
         inv_tau_empirical=2 * float(Fraction(c["search"]["per_bound"][0]["empirical"]["inv_tau_certified_at_n"])),
         ratio_certified_to_empirical=0.5), "search.per_bound[0].empirical"),
     "search_row": (lambda c: c["search"]["per_bound"].pop(), "search.per_bound"),
+    # a consistent downgrade proved -> unknown everywhere (found by review: unknown claims were not checked)
+    "downgrade": (lambda c: ([x.update(status="unknown", method="z3/arb inconclusive") for x in c["claims"]],
+                             [x.update(status="unknown") for x in c["nodes"]], c.update(status="unknown")),
+                  "claims[0].status"),
+    # a numeric premise failure that the bounds do not show
+    "premise": (lambda c: c["numeric"]["nodes"][c["nodes"][-1]["node"]].update(premise=c["nodes"][0]["node"]),
+                "numeric.nodes."),
 }
 
 

@@ -177,6 +177,36 @@ def test_solver_unknown_is_never_proved(monkeypatch):
     assert r.second_check.status == "proved"
 
 
+def test_a_solver_timeout_through_check_claim_is_unknown(monkeypatch):
+    """End to end with the real forked solver and its hard kill: every query is replaced by one
+    Z3 cannot finish (AM-GM), so check_claim must end unknown, never proved."""
+    import softhard.solver.check as chk
+    from softhard.solver.encode import Query
+    hard = _am_gm_query()
+    real = chk.build_query
+
+    def slow(*a, **k):
+        q = real(*a, **k)
+        return Query(smtlib=hard, **{f: getattr(q, f) for f in q.__dataclass_fields__ if f != "smtlib"})
+    monkeypatch.setattr(chk, "build_query", slow)
+    x = required_inv_tau(S.leak_T(), n_value=1000)
+    r = chk.check_claim(claim_T(round_up(x * 2), hi=1000), timeout_s=0.3, total_s=5)
+    assert r.status == "unknown" and "unknown" in r.reason and r.queries[0].answer == "unknown"
+
+
+def test_a_disagreement_is_reported_never_proved(monkeypatch):
+    """If Z3 (here: a broken one that answers unsat to everything) 'proves' a false claim, the arb
+    check refutes it and the claim ends unknown with the disagreement flagged."""
+    import softhard.solver.check as chk
+    monkeypatch.setattr(chk, "run_z3", lambda smt, timeout_s=0: ("unsat", "", None, 0.0))
+    x = required_inv_tau(S.leak_T(), n_value=1000)
+    cl = claim_T(round_up(x / 2), hi=1000)  # half the required 1/tau: false
+    assert smallest_violation(cl.expr, 1000, 2) is not None
+    r = chk.check_claim(cl)
+    assert r.status == "unknown" and r.disagreement and "DISAGREEMENT" in r.reason
+    assert r.second_check.status == "refuted"
+
+
 def test_exp_never_reaches_z3():
     """SOLVER-NOTES: Z3 parses (exp …) and answers wrongly — e.g. e^40 > 235385266837019986 is false
     but Z3 says sat.  Our translator refuses transcendental terms outright."""
@@ -223,15 +253,28 @@ def test_enclosures_are_sound():
 
 
 def test_sat_of_an_over_approximation_is_not_a_counterexample():
-    """A true claim with slack only at fine resolution: the first box is 'sat' (loose enclosures),
-    the candidates are checked rigorously and the box is split until proved — never 'refuted'."""
-    x = required_inv_tau(S.leak_T(), n_value=10**4)
-    cl = claim_T(round_up(x * (1 + mpmath.mpf(10) ** -7)), lo=2, hi=10**4)
-    # make the box structure hard: a Max of the bound and a version shifted in n
-    e2 = cl.expr.subs(encode.n, encode.n + 1) * sp.Rational(9, 10)
-    r = check_claim(Claim(sp.Max(cl.expr, e2), Q14, 2, 10**4))
-    assert r.status == "proved"
+    """A true claim with slack only at fine resolution: n·e^{−n/100} peaks at n = 100 with value
+    100/e = 36.7879…, so "≤ 36.79 on [1, 10^4]" is true by 0.002.  Loose enclosures on wide boxes
+    make Z3 answer 'sat'; those candidates are checked rigorously, found spurious and the boxes
+    split until every box is unsat — never 'refuted'."""
+    n = encode.n
+    tol = Fraction(3679, 100)
+    with mpmath.workdps(30):  # the claim is true, and tight: independently
+        assert 100 / mpmath.e < mpmath.mpf(36.79) < 100 / mpmath.e + mpmath.mpf("0.0021")
+    r = check_claim(Claim(n * sp.exp(-n / 100), tol, 1, 10**4))
+    assert any(q.answer == "sat" for q in r.queries), "the test must exercise the 'sat' path"
+    assert r.status == "proved" and r.counterexample is None
     assert r.second_check.status == "proved"
+    # the unsat boxes cover [1, 10^4]
+    boxes = sorted((q.lo, q.hi) for q in r.queries if q.answer == "unsat")
+    cur = 1
+    for lo, hi in boxes:
+        assert lo <= cur
+        cur = max(cur, hi + 1)
+    assert cur > 10**4
+    # and a tolerance just below the peak is refuted at n = 100
+    r = check_claim(Claim(n * sp.exp(-n / 100), Fraction(367879, 10000), 1, 10**4))
+    assert r.status == "refuted" and r.counterexample == 100
 
 
 def test_find_tau_is_tight():

@@ -174,6 +174,16 @@ def test_verify_round_trip_and_tampering(certs, name, tmp_path):
     r = tampered(status)
     assert not r.ok and any(f == "status" for f, _ in r.problems)
 
+    def observed(t):  # a numeric row whose ratio no longer matches observed/bound (found by review)
+        t["numeric"]["all_words"]["per_inv_tau"][0]["rows"][7]["ratio"] = 0.5
+    r = tampered(observed)
+    assert not r.ok and any(f == "numeric.all_words.per_inv_tau[0].rows[7].ratio" for f, _ in r.problems), r.problems
+
+    def violations(t):
+        t["numeric"]["all_words"]["violations"] = 3
+    r = tampered(violations)
+    assert not r.ok and any(f == "numeric.all_words.violations" for f, _ in r.problems), r.problems
+
     # an edit without rewriting the hashes is reported by section
     t = copy.deepcopy(cert)
     t["answers"]["compiled"]["limited_by"] = "nothing"
