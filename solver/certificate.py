@@ -575,7 +575,8 @@ def load_certificate(path: str | os.PathLike) -> dict:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
-        raise CertificateError(f"{p}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})") from None
+        raise CertificateError(f"{p}:{e.lineno}:{e.colno}: not valid JSON ({e.msg} line {e.lineno} column "
+                               f"{e.colno})") from None
     if not isinstance(obj, dict):
         raise CertificateError(f"{p}: a certificate is a JSON object")
     return obj

@@ -28,7 +28,9 @@ def register(sub, common, positive_int, tau_type) -> None:
         description="Derive every attention node's error bound, prove with Z3 that it stays <= eta for every "
                     "length in the range (or find the largest tau for which it does), check each claim "
                     "independently in interval arithmetic, confirm numerically, and write a JSON certificate. "
-                    "Exit 0 when every claim is proved, 1 when any is refuted or unknown, 2 on bad input.")
+                    "Exit 0 when every claim is proved and the numeric confirmation agrees; 1 when any claim is "
+                    "refuted or unknown, no certifiable tau is found, or the numeric confirmation fails; 2 on bad "
+                    "input.")
     common(p)
     p.formula = None
     for a in p._actions:  # the formula is optional for certify: an embedded default example

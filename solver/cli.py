@@ -92,7 +92,7 @@ def _common(p: argparse.ArgumentParser, n_max: bool = False):
                         "Default T")
     p.add_argument("--alphabet", default=None,
                    help="alphabet of an inline formula: a string of one-character symbols (default: the "
-                        "symbols the formula mentions)")
+                        "symbols the formula mentions); given with a .ltl file, it replaces the file's alphabet")
     p.add_argument("--eta", default="1/4", help="clean-up margin eta in (0, 1/2), exact (e.g. 1/4); default 1/4")
     p.add_argument("--beta", default="1/4", help="regime T tie-break weight, 0 < beta <= 1/4; default 1/4")
     p.add_argument("--comparator", choices=["ln", "head", "pe"], default=None,
@@ -183,9 +183,16 @@ def _eps_ln(args):
 
 
 def _construction(args, spec=None):
+    from ..constructions.weights import check_beta, check_eta
     from .pipeline import build
+    checked = {}
+    for opt, check in (("--beta", check_beta), ("--eta", check_eta)):
+        try:
+            checked[opt] = check(to_fraction(getattr(args, opt[2:]), opt))
+        except ParameterError as e:
+            raise ParameterError(f"argument {opt}: {str(e).removeprefix(f'{opt}: ')}") from None
     spec = spec or _load(args)
-    return build(spec, args.regime, beta=to_fraction(args.beta, "--beta"), eta=to_fraction(args.eta, "--eta"),
+    return build(spec, args.regime, beta=checked["--beta"], eta=checked["--eta"],
                  comparator=args.comparator, eps_ln=_eps_ln(args))
 
 
@@ -392,7 +399,7 @@ def cmd_confirm(args) -> int:
         inv_tau = lambda k: max(float(c.inv_tau_required(10**12 if c.uniform_in_n else k)) * margin, 1e-6)  # noqa: E731
     alph = c.spec.alphabet
     exh = []
-    for k in range(1, max(args.exhaustive_len, 0) + 1):
+    for k in range(1, min(args.exhaustive_len, args.n_max) + 1):  # no word longer than --n-max
         if len(alph) ** k > 200_000:
             break
         exh.extend(all_words(alph, k))
@@ -452,10 +459,30 @@ def cmd_confirm(args) -> int:
     return EXIT_OK if conf.ok else EXIT_FAIL
 
 
+def _attach_negative_values(ap: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--eta -1/4`` → ``--eta=-1/4``: argparse takes a value starting with '-' for an option
+    unless it looks like a plain negative number, so ``-1/4`` or ``-1e-3`` would be refused
+    with a confusing "expected one argument"; attached, the option's own check names the value."""
+    takes_value = set()
+    for sp_ in [ap] + [a for act in ap._actions if isinstance(act, argparse._SubParsersAction)
+                       for a in act.choices.values()]:
+        for act in sp_._actions:
+            if act.option_strings and act.nargs != 0:
+                takes_value.update(o for o in act.option_strings if o.startswith("--"))
+    out: list[str] = []
+    for a in argv:
+        if out and out[-1] in takes_value and len(a) > 1 and a[0] == "-" and (a[1].isdigit() or a[1] == "."):
+            out[-1] = f"{out[-1]}={a}"
+        else:
+            out.append(a)
+    return out
+
+
 def main(argv=None) -> int:
     global _JSON_ERRORS
     ap = build_parser()
-    _JSON_ERRORS = "--json" in (sys.argv[1:] if argv is None else argv)
+    argv = _attach_negative_values(ap, list(sys.argv[1:] if argv is None else argv))
+    _JSON_ERRORS = "--json" in argv
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)

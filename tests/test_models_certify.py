@@ -206,3 +206,19 @@ def test_verify_rejects_a_range_beyond_the_premises(tmp_path):
     rep = verify_certificate(forged)
     assert not rep.ok
     assert any(f == "range.n_max" and "premises" in m for f, m in rep.problems), rep.problems
+
+
+def test_epsilon_above_the_margin_claims_no_rounding(tmp_path, capsys):
+    """With epsilon >= the output's margin (1/2) the certificate proves only 'error <= epsilon':
+    rounded outputs that differ are reported as unguarded and refute nothing; below the margin
+    every rounded output must agree (found by a new-user trial: 'A BOUND WAS EXCEEDED' and exit 1)."""
+    out = tmp_path / "e5.json"
+    rc = main(["certify", "--model", str(EXAMPLE), "--n-max", "8", "--epsilon", "5", "--find-tau", "-o", str(out)])
+    text = capsys.readouterr().out
+    c = json.loads(out.read_text())
+    assert c["premises"]["output_margins"][0]["epsilon_below_margin"] is False
+    num = c["numeric"]
+    assert rc == 0 and c["status"] == "proved" and num["ok"]
+    assert num["mismatched_outputs"] == 0 and num["mismatched_outputs_unguarded"] > 0
+    assert "rounding not claimed" in text and "FAILED" not in text
+    assert main(["verify", str(out)]) == 0
