@@ -185,11 +185,14 @@ def key_pattern_checks(model: Transformer, bounds: Mapping[str, NodeBound], ns: 
             it = float(inv_tau(k) if callable(inv_tau) else inv_tau)
             # a head whose key is ≡ 1 (Y, X) never sees key ≡ 0: its bound covers the ones pattern only
             pats = ("ones",) if nb.bound.key_const else ("ones", "zeros")
-            ob = key_pattern_leak(model, node, key, k, it, patterns=pats)
+            ob = key_pattern_leak(model, node, key, k, it, patterns=pats, spacing=nb.bound.spacing,
+                                  direction=g.nodes[node].get("direction", "past"))
             bd = nb.value(k, Fraction(it), beta_value=beta, eta_value=eta)
             out.append(NodeCheck(node=node, family="adversarial-key", n=k, inv_tau=it, inputs=2, observed=ob.leak,
                                  bound=float(bd), allowance_rel=leak_rounding_allowance(ob.score_scale, ob.key_dim, it, k + 1),
-                                 word=f"key ≡ {1 if ob.pattern == 'ones' else 0}", row=ob.row))
+                                 word=(f"key ≡ {1 if ob.pattern == 'ones' else 0}" if nb.bound.spacing == 1 or
+                                       ob.pattern != "ones" else f"key = 1 every {nb.bound.spacing}"),
+                                 row=ob.row))
     return out
 
 

@@ -47,7 +47,8 @@ class Bound:
     * ``rounding``: for numeric runs only, an extra relative float64 allowance (an expression in
       ``n``, ``τ``) for the observed error, covering rounding in the node's *inputs* (e.g. a
       comparator's ``F`` computed from rounded proportions); ``None`` when the engine's own
-      allowance covers everything (THEORY §7).
+      allowance covers everything (THEORY §7);
+    * ``spacing``: for selections, the key spacing the bound relies on (THEORY §2 "structured rows").
     """
 
     kind: str
@@ -66,6 +67,8 @@ class Bound:
     parameter: sp.Symbol = tau
     params: dict = field(default_factory=dict)
     rounding: sp.Expr | None = None
+    #: selections: the key's least distance between two 1s that the bound uses (1: general)
+    spacing: int = 1
 
 
 def gap_lemma(m: sp.Expr, gap: sp.Expr) -> sp.Expr:

@@ -93,7 +93,8 @@ def bound_rule(op: str):
 @bound_rule("select")
 def _selection_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
     # regime P (THEORY §5 parity PE) builds its selections exactly as regime U
-    return S.selection_bound("U" if regime == "P" else regime, key_const=bool(g.nodes[v].get("key_const")))
+    return S.selection_bound("U" if regime == "P" else regime, key_const=bool(g.nodes[v].get("key_const")),
+                             spacing=int(g.nodes[v].get("key_spacing", 1)))
 
 
 def derive(g: nx.DiGraph, regime: str) -> dict[str, NodeBound]:

@@ -19,6 +19,14 @@ Regime T (score ``b_j + β·j/n``, BOS ``1/2``), with ``r = exp(−β/(nτ))`` a
 * ``δ_T = t/(1+t)`` with ``t = max(S_A, S_B)`` (THEORY §2: ``δ = S/(a+S)``, ``a = 1``).
 * key ≡ 1 (``Y``, ``X``): case B never occurs, ``j* = i−1`` and the bound
   ``Σ_{k=1}^{n−2} r^k + exp(−(1/2 + β(n−1)/n)/τ)`` is attained exactly by every word.
+* key *spacing* ``d ≥ 2`` (two positions with b = 1 are never closer than d:
+  :mod:`softhard.constructions.spacing`): the m-th earlier b = 1 position sits at least ``md``
+  slots before ``j*``, so the b = 1 competitors weigh at most ``Σ_{m≥1, md≤n−2} r^{md} ≤
+  (r^d − r^{n−2+d})/(1 − r^d)``; every b = 0 position j (before or after ``j*``) sits at distance
+  ``1 + β(j*−j)/n ≥ 1 − β(n−2)/n > 1 − β`` and there are at most ``n−2`` of them:
+  ``S_A^{(d)} = (r^d − r^{n−2+d})/(1 − r^d) + (n−2)·exp(−(1 − β)/τ) + exp(−(1/2 + β/n)/τ)``.
+  Attained up to the b = 0 and BOS terms by b = 1 every d positions ending just before the
+  query.  With ``d = 1`` the general ``S_A`` above is used.
 
 Regime U (score ``j + i·b(j)``, BOS ``i``), with ``q = exp(−1/τ)``: every competitor sits at a
 distinct positive integer distance and at most ``n−1`` compete, so
@@ -51,19 +59,30 @@ def geometric(r: sp.Expr, lo: sp.Expr, hi: sp.Expr) -> sp.Expr:
     return (r**lo - r ** (hi + 1)) / (1 - r)
 
 
-def leak_T(key_const: bool = False) -> sp.Expr:
+def leak_T(key_const: bool = False, spacing: int = 1) -> sp.Expr:
     """Tight leak bound δ_T(n, τ, β) of a regime-T selection, valid for n ≥ 2 (module docstring).
 
-    ``key_const=True`` gives the exact worst case of a head whose key is ≡ 1 (Y, X).
-    Source: THEORY §4 "Regime T", summed as in §2 "Structured rows".
+    ``key_const=True`` gives the exact worst case of a head whose key is ≡ 1 (Y, X);
+    ``spacing = d ≥ 2`` the bound for a key never 1 at two positions closer than d (the b = 1
+    competitors at slots d, 2d, …).  Raises ``ValueError`` for a spacing < 1 or a constant key
+    with spacing ≠ 1.  Source: THEORY §4 "Regime T", summed as in §2 "Structured rows".
     """
+    d = int(spacing)
+    if d < 1 or (key_const and d != 1):
+        raise ValueError(f"spacing must be >= 1 (and 1 for a constant key), got {spacing}")
     u = beta / (n * tau)
     tail = sp.exp(-(n - 2) * u)
     s_geo = sp.exp(-u) * (1 - tail) / (1 - sp.exp(-u))  # Σ_{k=1}^{n-2} r^k
     if key_const:
         S = s_geo + sp.exp(-(HALF + beta * (n - 1) / n) / tau)
         return S / (1 + S)
-    S_A = s_geo + sp.exp(-(HALF + beta / n) / tau)
+    if d == 1:
+        S_A = s_geo + sp.exp(-(HALF + beta / n) / tau)
+    else:  # b = 1 competitors at slots d, 2d, …; b = 0 ones at distance ≥ 1 − β(n−2)/n
+        s_geo_d = sp.exp(-d * u) * (1 - tail) / (1 - sp.exp(-d * u))  # (r^d − r^{n−2+d})/(1 − r^d)
+        # (the b = 0 distance 1 − β(n−2)/n is bounded below by 1 − β: an n-free exponent keeps the
+        # solver's enclosures tight — one box instead of ~30)
+        S_A = s_geo_d + (n - 2) * sp.exp(-(1 - beta) / tau) + sp.exp(-(HALF + beta / n) / tau)
     # e^{−1/(2τ)} Σ_{j=1}^{n−1} e^{ju} = e^{−(1/2−β)/τ − u} (1 − e^{−(n−1)u})/(1 − e^{−u}),
     # written so that every exponent is ≤ 0 for n ≥ 1 (the solver encloses each exp in [0, 1]).
     S_B = sp.exp(-(HALF - beta) / tau - u) * (1 - sp.exp(-(n - 1) * u)) / (1 - sp.exp(-u))
@@ -96,7 +115,7 @@ def generic_U() -> sp.Expr:
     return gap_lemma(n, sp.Integer(1))
 
 
-def inv_tau_star_T() -> sp.Expr:
+def inv_tau_star_T(spacing: int = 1) -> sp.Expr:
     """Closed-form sufficient inverse temperature for regime T: δ_T(n, τ, β) ≤ η when 1/τ is at least
 
     ``max( (n/β)·ln(1 + (1−η)/(η(1−θ))),  2·ln((1−η)/(θη)),  ln((n−1)(1−η)/η)/(1/2−β) )``
@@ -104,11 +123,21 @@ def inv_tau_star_T() -> sp.Expr:
     with θ = :data:`THETA`.  Proof: the first two make ``r/(1−r) ≤ (1−θ)η/(1−η)`` and
     ``e^{−1/(2τ)} ≤ θη/(1−η)``, so ``S_A ≤ η/(1−η)``; the third makes
     ``S_B ≤ (n−1)e^{−(1/2−β)/τ} ≤ η/(1−η)``.  Leading order ``(n/β)·ln(1/η)``: Θ(n).
-    Valid for n ≥ 2.
+    With key spacing ``d ≥ 2`` the first term is divided by d (``r^d/(1−r^d)``), and the BOS and
+    b = 0 terms share the θ part: ``2·ln(2(1−η)/(θη))`` and ``ln(2(n−1)(1−η)/(θη))/(1−β)``
+    (``n − 2 < n − 1`` of them, each at distance ``1 − β(n−2)/n > 1 − β``).  Valid for n ≥ 2.
     """
+    d = int(spacing)
+    if d == 1:
+        return sp.Max(
+            (n / beta) * sp.log(1 + (1 - eta) / (eta * (1 - THETA))),
+            2 * sp.log((1 - eta) / (THETA * eta)),
+            sp.log((n - 1) * (1 - eta) / eta) / (HALF - beta),
+        )
     return sp.Max(
-        (n / beta) * sp.log(1 + (1 - eta) / (eta * (1 - THETA))),
-        2 * sp.log((1 - eta) / (THETA * eta)),
+        (n / (d * beta)) * sp.log(1 + (1 - eta) / (eta * (1 - THETA))),
+        2 * sp.log(2 * (1 - eta) / (THETA * eta)),
+        sp.log(2 * (n - 1) * (1 - eta) / (THETA * eta)) / (1 - beta),
         sp.log((n - 1) * (1 - eta) / eta) / (HALF - beta),
     )
 
@@ -126,18 +155,22 @@ def inv_tau_star_generic(m: sp.Expr, gap: sp.Expr) -> sp.Expr:
 SelectionBound = Bound  # backwards-compatible name
 
 
-def selection_bound(regime: str, key_const: bool = False) -> Bound:
+def selection_bound(regime: str, key_const: bool = False, spacing: int = 1) -> Bound:
     """:class:`Bound` for a selection head in regime ``"T"`` or ``"U"`` (THEORY §4).
 
-    Raises ``ValueError`` for an unknown regime.
+    ``spacing``: the key's least distance between two 1s (regime T uses it, :func:`leak_T`; in
+    regime U the worst case, a key = 1 only at position 1, does not depend on it).  Raises
+    ``ValueError`` for an unknown regime.
     """
     if regime == "T":
+        d = 1 if key_const else int(spacing)
         return Bound(
-            kind="selection", regime="T", key_const=key_const, leak=leak_T(key_const), generic=generic_T(),
-            inv_tau_star=inv_tau_star_T(), inv_tau_star_generic=inv_tau_star_generic(n, beta / n),
-            gap=beta / n, all_n=None, n_min=2,
+            kind="selection", regime="T", key_const=key_const, leak=leak_T(key_const, d), generic=generic_T(),
+            inv_tau_star=inv_tau_star_T(d), inv_tau_star_generic=inv_tau_star_generic(n, beta / n),
+            gap=beta / n, all_n=None, n_min=2, spacing=d,
             attained_by=("every word at the last query (key ≡ 1)" if key_const else
-                         "a run of key = 1 ending just before the query (case A); key ≡ 0 (case B)"))
+                         "a run of key = 1 ending just before the query (case A); key ≡ 0 (case B)" if d == 1 else
+                         f"key = 1 every {d} positions ending just before the query (case A); key ≡ 0 (case B)"))
     if regime == "U":
         return Bound(
             kind="selection", regime="U", key_const=key_const, leak=leak_U(), generic=generic_U(),

@@ -5,8 +5,9 @@ restrict which key sequences its words can produce (the key "aba ends here" is n
 consecutive positions), so the word-level search of :func:`softhard.constructions.simulate.
 adversarial_words` cannot always attain the bound.  Here the head is run in isolation, with its
 own weights, on a residual stream whose key coordinate carries the attaining pattern: ``b ≡ 1``
-on positions 1..n (case A, a run of key = 1 ending just before the last query) or ``b ≡ 0``
-(case B, the default wins).  This shows the bound is attained by the head itself.
+on positions 1..n (case A, a run of key = 1 ending just before the last query; for a key whose
+1s are at least d apart, b = 1 every d positions) or ``b ≡ 0`` (case B, the default wins).  This
+shows the bound is attained by the head itself.
 """
 
 from __future__ import annotations
@@ -32,11 +33,24 @@ class KeyPatternObservation:
     key_dim: int
 
 
+def key_pattern(n: int, pattern: str, spacing: int = 1, direction: str = "past") -> np.ndarray:
+    """The key column (length n, positions 1..n) of a pattern: ``"zeros"``; ``"ones"`` — b = 1
+    every ``spacing`` positions, ending at position n−1 for a past selection (the last query's
+    nearest candidate) or starting at 2 for a future one; with spacing 1, b ≡ 1."""
+    col = np.zeros(n)
+    if pattern == "ones":
+        j = np.arange(1, n + 1)
+        col[((n - 1 - j) if direction == "past" else (j - 2)) % spacing == 0] = 1.0
+    return col
+
+
 def key_pattern_leak(model: Transformer, head_name: str, key_label: str, n: int, inv_tau: float,
-                     patterns=("ones", "zeros")) -> KeyPatternObservation:
+                     patterns=("ones", "zeros"), spacing: int = 1, direction: str = "past") -> KeyPatternObservation:
     """Run head ``head_name`` of ``model`` alone at length ``n`` with its key coordinate
-    ``key_label`` set to each pattern (0 at BOS, as in every construction) and return the largest
-    leak seen.  The other coordinates come from the embedding of the word ``alphabet[0]^n``.
+    ``key_label`` set to each pattern (:func:`key_pattern`; 0 at BOS, as in every construction) and
+    return the largest leak seen.  The other coordinates come from the embedding of the word
+    ``alphabet[0]^n``.  ``spacing``/``direction``: the key spacing the node's bound assumes (a key
+    never 1 at two positions closer than that) and the selection's direction.
 
     Raises ``ModelFormatError`` for an unknown head or label.
     """
@@ -49,7 +63,7 @@ def key_pattern_leak(model: Transformer, head_name: str, key_label: str, n: int,
     best = None
     for pat in patterns:
         x = x0.copy()
-        x[:, 1:, k] = 1.0 if pat == "ones" else 0.0
+        x[:, 1:, k] = key_pattern(n, pat, spacing, direction)
         x[:, 0, k] = 0.0
         tr = run_head(head, x, soft=True, inv_tau=inv_tau)
         leak = tr.leak[0, 1:]

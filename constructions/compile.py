@@ -19,7 +19,9 @@ Node attributes (plain data, so ``networkx.node_link_data`` serialises the graph
   default if none"): ``operator`` (Y X S U P F), ``direction`` (past|future), ``mask``
   (strict_past|strict_future), ``tie`` (rightmost for past, leftmost for future: the nearest),
   ``rule`` (UHA-rightmost|UHA-leftmost), ``key`` and ``value`` (node ids of b and v), ``key_const``
-  (True when b ≡ 1), ``default`` (0, supplied by BOS);
+  (True when b ≡ 1), ``key_spacing`` (the least distance between two positions with b = 1, proved
+  by enumeration for local keys, else 1: :mod:`softhard.constructions.spacing`), ``default`` (0,
+  supplied by BOS);
 * for ``atom``: ``symbol``; for ``const``: ``value`` (0 or 1);
 * counting (THEORY §5; the constructions are in :mod:`softhard.constructions.counting`):
 
@@ -47,6 +49,7 @@ import networkx as nx
 
 from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position
 from .errors import FormulaError, ParameterError
+from .spacing import key_spacing
 
 _PAST = {"Y": "past", "P": "past", "S": "past", "X": "future", "F": "future", "U": "future"}
 
@@ -146,19 +149,22 @@ class _Builder:
             return self.const(True)
         return self._add(formula, op, dict(zip(roles, args)), aux=aux)
 
-    def select(self, operator: str, formula: str, key: str, value: str, aux: bool) -> str:
+    def select(self, operator: str, formula: str, key: str, value: str, aux: bool,
+               key_formula: Formula | None = None) -> str:
         direction = _PAST[operator]
         cv = self.is_const(value)
         ck = self.is_const(key)
         if cv == 0 or ck == 0:
             return self.const(False)  # value ≡ 0 or no position ever selected: default 0
+        # the least distance between two key = 1 positions, proved by enumeration (1: general case)
+        spacing = 1 if ck == 1 or key_formula is None else key_spacing(key_formula, self.alphabet)
         return self._add(
             formula, "select", {"key": key, "value": value}, aux=aux,
             operator=operator, direction=direction,
             mask="strict_past" if direction == "past" else "strict_future",
             tie="rightmost" if direction == "past" else "leftmost",
             rule="UHA-rightmost" if direction == "past" else "UHA-leftmost",
-            key=key, value=value, key_const=(ck == 1), default=0)
+            key=key, value=value, key_const=(ck == 1), key_spacing=spacing, default=0)
 
     # -- formulas -----------------------------------------------------------------------------
     def build(self, f: Formula, aux: bool = False) -> str:
@@ -189,7 +195,7 @@ class _Builder:
             if op in ("Y", "X"):
                 return self.select(op, text, self.const(True), a, aux)
             if op in ("P", "F"):
-                return self.select(op, text, a, a, aux)
+                return self.select(op, text, a, a, aux, key_formula=f.arg)
             # H φ = ¬P¬φ, G φ = ¬F¬φ (the inner P¬φ / F¬φ is an auxiliary node)
             inner = self.build(Unary("P" if op == "H" else "F", _negate(f.arg)), aux=True)
             return self.gate("not", text, [inner], aux)
@@ -199,8 +205,9 @@ class _Builder:
             if f.op in ("&", "|", "->"):
                 return self.gate({"&": "and", "|": "or", "->": "implies"}[f.op], text, [x, y], aux)
             # φ S ψ / φ U ψ: key b = ψ ∨ ¬φ, value v = ψ (THEORY §4)
-            key = self.build(Binary("|", f.right, _negate(f.left)), aux=True)
-            return self.select(f.op, text, key, y, aux)
+            key_f = Binary("|", f.right, _negate(f.left))
+            key = self.build(key_f, aux=True)
+            return self.select(f.op, text, key, y, aux, key_formula=key_f)
         raise FormulaError(f"cannot compile formula node {f!r}")
 
     # -- counting (THEORY §5) ---------------------------------------------------------------

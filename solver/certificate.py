@@ -472,6 +472,7 @@ def _search(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s: floa
             n_emp = min(n_max, EMPIRICAL_N_CAP) if not all_n else EMPIRICAL_N_CAP
             x_emp, runs = empirical_inv_tau(c.model, nb.node, key, n_emp, c.eta,
                                             patterns=("ones",) if b.key_const else ("ones", "zeros"),
+                                            spacing=b.spacing, direction=c.graph.nodes[nb.node].get("direction", "past"),
                                             start=float(required_inv_tau(b.leak, n_value=n_emp, eta_value=c.eta,
                                                                          beta_value=c.beta)) or 1.0)
             cert_emp = res.inv_tau

@@ -83,7 +83,8 @@ def find_inv_tau(make_claim: Callable[[Fraction], Claim], leak_at: Callable[[int
 
 def empirical_inv_tau(model, node: str, key_label: str, n: int, eta: Fraction, *, start: float,
                       rel_tol: float = 1e-9, max_runs: int = 60,
-                      patterns: tuple[str, ...] = ("ones", "zeros")) -> tuple[float, int]:
+                      patterns: tuple[str, ...] = ("ones", "zeros"), spacing: int = 1,
+                      direction: str = "past") -> tuple[float, int]:
     """Smallest ``1/τ`` at which the actual head ``node`` of ``model``, run on its attaining key
     patterns at length ``n`` (:func:`softhard.constructions.adversarial.key_pattern_leak`), leaks
     at most η (numeric, not a proof).
@@ -92,7 +93,8 @@ def empirical_inv_tau(model, node: str, key_label: str, n: int, eta: Fraction, *
     sum), so a bracketed Illinois (modified regula falsi) iteration on ``log leak − log η``
     converges in a handful of runs; ``rel_tol`` is the final bracket width relative to 1/τ.
     ``start``: initial guess (e.g. the tight numeric requirement); ``patterns``: the key patterns
-    the head can see (``("ones",)`` for a key ≡ 1).  Returns ``(1/τ, runs)``.
+    the head can see (``("ones",)`` for a key ≡ 1); ``spacing``/``direction``: as in
+    :func:`~softhard.constructions.adversarial.key_pattern_leak`.  Returns ``(1/τ, runs)``.
     """
     import math
 
@@ -101,12 +103,13 @@ def empirical_inv_tau(model, node: str, key_label: str, n: int, eta: Fraction, *
     le = math.log(float(eta))
     runs = 1
     # the binding pattern at the starting point (b ≡ 1 for case A, b ≡ 0 for case B)
-    pattern = (key_pattern_leak(model, node, key_label, n, start, patterns=patterns).pattern,)
+    kw = {"spacing": spacing, "direction": direction}
+    pattern = (key_pattern_leak(model, node, key_label, n, start, patterns=patterns, **kw).pattern,)
 
     def g(x):
         nonlocal runs
         runs += 1
-        v = key_pattern_leak(model, node, key_label, n, x, patterns=pattern).leak
+        v = key_pattern_leak(model, node, key_label, n, x, patterns=pattern, **kw).leak
         return (math.log(v) if v > 0 else -1e300) - le  # > 0: leaks too much
 
     lo, hi = start * (1 - 1e-3), start * (1 + 1e-3)

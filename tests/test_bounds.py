@@ -28,10 +28,17 @@ def _leak(scores: dict[int, mpmath.mpf], t: mpmath.mpf) -> mpmath.mpf:
     return S_ / (len(A) + S_)
 
 
-def worst_T(N: int, t, b, key_const=False, future=False):
-    """max over queries i and key patterns of the leak of the regime-T selection at length N."""
+def _spaced(bits, d: int) -> bool:
+    """No two 1s closer than d."""
+    ones = [j for j, v in enumerate(bits) if v]
+    return all(y - x >= d for x, y in zip(ones, ones[1:]))
+
+
+def worst_T(N: int, t, b, key_const=False, future=False, spacing=1):
+    """max over queries i and key patterns (with 1s at least ``spacing`` apart) of the leak of the
+    regime-T selection at length N."""
     worst = mpmath.mpf(0)
-    patterns = [(1,) * N] if key_const else itertools.product([0, 1], repeat=N)
+    patterns = [(1,) * N] if key_const else [p for p in itertools.product([0, 1], repeat=N) if _spaced(p, spacing)]
     for bits in patterns:
         for i in range(1, N + 1):
             js = range(i + 1, N + 1) if future else range(1, i)
@@ -68,6 +75,36 @@ def test_regime_T_bound_is_valid_and_tight(N, inv_tau, future):
     wc = worst_T(N, t, b, key_const=True, future=future)
     bc = evaluate(S.leak_T(key_const=True), n_value=N, inv_tau=inv_tau)
     assert abs(wc / bc - 1) < TOL  # key ≡ 1 (Y, X): exactly attained by every word
+
+
+@pytest.mark.parametrize("N", [2, 3, 6, 8, 9])
+@pytest.mark.parametrize("inv_tau", [3, 12, 60])
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("future", [False, True])
+def test_regime_T_spaced_key_bound_is_valid_and_attained(N, inv_tau, d, future):
+    """A key never 1 at two positions closer than d (e.g. "aba ends here", d = 2): the bound with
+    r^d is valid over every such key pattern, attained as 1/τ grows, and below the general one."""
+    t, b = mpmath.mpf(1) / inv_tau, mpmath.mpf(1) / 4
+    w = worst_T(N, t, b, future=future, spacing=d)
+    bd = evaluate(S.leak_T(spacing=d), n_value=N, inv_tau=inv_tau)
+    assert w <= bd * (1 + TOL)
+    assert bd <= evaluate(S.leak_T(), n_value=N, inv_tau=inv_tau) * (1 + TOL) or N <= d
+    if inv_tau >= 12 and N > d + 1 and (N - 2) % d == 0:
+        # attained when d divides the n − 2 slots (otherwise the closed form counts one slot
+        # group too many, a term r^{n−1} or smaller), up to the b = 0 and BOS terms
+        assert w / bd > mpmath.mpf("0.95")
+
+
+@pytest.mark.parametrize("N", [10, 1000, 10**6])
+@pytest.mark.parametrize("d", [2, 3])
+def test_spaced_closed_form_meets_eta_and_halves_inv_tau(N, d):
+    xT = evaluate(S.inv_tau_star_T(d), n_value=N, inv_tau=1)
+    assert evaluate(S.leak_T(spacing=d), n_value=N, inv_tau=xT) <= mpmath.mpf(1) / 4
+    tight = required_inv_tau(S.leak_T(spacing=d), n_value=N)
+    assert tight <= xT
+    general = required_inv_tau(S.leak_T(), n_value=N)
+    if N >= 1000:  # the b = 1 sum dominates: 1/τ shrinks by the factor d
+        assert abs(general / tight - d) < 1e-3 * d
 
 
 @pytest.mark.parametrize("N", [1, 2, 4, 7])
@@ -124,7 +161,7 @@ def test_asymptotic_orders():
 
 def test_exponents_are_nonpositive():
     """The solver encloses each exp in [0, 1]: every exponent must be ≤ 0 on the valid range."""
-    for expr, n_min in [(S.leak_T(), 2), (S.leak_T(True), 2), (S.leak_U(), 1)]:
+    for expr, n_min in [(S.leak_T(), 2), (S.leak_T(True), 2), (S.leak_T(spacing=2), 2), (S.leak_U(), 1)]:
         for e in expr.atoms(sp.exp):
             f = sp.lambdify([S.n, S.tau, S.beta], e.args[0], "mpmath")
             for N in (n_min, n_min + 1, 17, 10**6):

@@ -136,10 +136,10 @@ def test_confirm_command(capsys):
     for s in r["nodes"].values():
         assert s["violations"] == 0
         assert s["max_ratio_by_family"]["adversarial-key"] >= 0.9  # the head attains its bound
-    # at word level the key "aba ends here" is never 1 at consecutive positions, so the bound
-    # (a worst case over all key patterns) is not attained by words: tightness ≈ η there
+    # the key "aba ends here" is never 1 at consecutive positions (spacing 2): its bound sums r^2,
+    # r^4, … and is attained by words too (ababa…), not only by the head on key patterns
     fam = {k: v["max_ratio_by_family"]["adversarial"] for k, v in r["nodes"].items()}
-    assert min(fam.values()) < 0.3 and max(fam.values()) >= 0.9
+    assert min(fam.values()) >= 0.9
 
 
 BAD = [

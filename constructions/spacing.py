@@ -1,0 +1,84 @@
+"""Key spacing: the least distance between two positions where a local key formula holds.
+
+A selection head's regime-T leak bound (THEORY §4) sums the weight of the earlier positions whose
+key is 1.  If a key can never be 1 at two positions closer than ``d`` (the key ``a & Y(b & Y a)``,
+"aba ends here", is never 1 at adjacent positions: ``d = 2``), those positions sit at distances of
+at least ``d, 2d, 3d, …`` slots and the geometric sum runs over ``r^d`` instead of ``r`` — the
+tightest bound the structure justifies (THEORY §2, "structured rows"), and a ``d``-fold smaller
+1/τ.
+
+The spacing is *proved by enumeration*, never guessed: a formula built from atoms, ``true``,
+``false``, Boolean connectives and ``Y``/``X`` only is *local* — its value at position ``i``
+depends only on the symbols at ``i−p … i+f`` (``p``/``f``: the ``Y``/``X`` nesting depths) and on
+which of those positions exist.  Two positions ``i < i + e`` where it holds therefore stay such
+positions in the factor ``w[max(1, i−p) … min(n, i+e+f)]``, a word of length at most
+``p + f + e + 1``.  Enumerating every word up to length ``p + f + D + 1`` thus finds every pair at
+distance ``e ≤ D``; if none exists, the spacing is at least ``D + 1``.  Any other key (with
+``P H S U F G``, counts or parity) is given spacing 1, the general case.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Sequence
+
+from .ast import Atom, Binary, Const, Formula, Unary
+from .semantics import truth
+
+#: largest spacing looked for (the bound's gain is a factor d in 1/τ)
+MAX_SPACING = 4
+#: most words enumerated; beyond it the key is given spacing 1 (sound, only less tight)
+MAX_WORDS = 1 << 14
+
+_LOCAL_UNARY = {"!", "Y", "X"}
+_LOCAL_BINARY = {"&", "|", "->"}
+
+
+def locality(f: Formula) -> tuple[int, int] | None:
+    """``(p, f)``: how far back (``Y`` depth) and forward (``X`` depth) the value of ``f`` at a
+    position looks, or None if ``f`` is not local (it has an unbounded operator, a count or a
+    parity test)."""
+    if isinstance(f, (Const, Atom)):
+        return 0, 0
+    if isinstance(f, Unary) and f.op in _LOCAL_UNARY:
+        inner = locality(f.arg)
+        if inner is None:
+            return None
+        p, q = inner
+        return (p + 1, q) if f.op == "Y" else (p, q + 1) if f.op == "X" else (p, q)
+    if isinstance(f, Binary) and f.op in _LOCAL_BINARY:
+        a, b = locality(f.left), locality(f.right)
+        if a is None or b is None:
+            return None
+        return max(a[0], b[0]), max(a[1], b[1])
+    return None
+
+
+def key_spacing(f: Formula, alphabet: Sequence[str], *, max_spacing: int = MAX_SPACING,
+                max_words: int = MAX_WORDS) -> int:
+    """The least ``d ≥ 1`` such that ``f`` never holds at two positions less than ``d`` apart,
+    in any word over ``alphabet``, capped at ``max_spacing + 1`` (module docstring: proved by
+    enumerating every word up to length ``p + f + max_spacing + 1``).  Returns 1 for a non-local
+    formula or when the enumeration would exceed ``max_words`` words (the general case, always
+    sound).  A formula that holds nowhere gets ``max_spacing + 1``.
+
+    Source: THEORY §2 "structured rows", §4 regime T; used by :func:`softhard.bounds.selection.leak_T`.
+    """
+    loc = locality(f)
+    if loc is None:
+        return 1
+    p, q = loc
+    k = len(alphabet)
+    longest = p + q + max_spacing + 1
+    if sum(k**L for L in range(1, longest + 1)) > max_words:
+        return 1
+    best = max_spacing + 1
+    for L in range(2, longest + 1):
+        for w in itertools.product(alphabet, repeat=L):
+            ones = [i for i, v in enumerate(truth(f, w)) if v]
+            for a, b in zip(ones, ones[1:]):
+                if b - a < best:
+                    best = b - a
+                    if best == 1:
+                        return 1
+    return best
