@@ -44,8 +44,12 @@ families are bounded using ``n ≤ N``.
 **Hahn's bound** (THEORY §1): two *soft* runs on words differing only at position k; for rows
 i ≠ k the weight of k is ``λ ≤ 1/(1 + M·e^{−R/τ})`` (R: range of a row's scores over non-BOS
 keys, M: number of other non-BOS positions every row that sees k also sees), and the rest of
-the row moves by the σ/TV argument above, so a head adds ``Σ_a |(W_VW_O)_ab| ε_a +
-D_b·((1 − e^{−2σ/τ}) + 2λ)``.  The output's sensitivity is O(1/n) when M grows with n.
+the row moves by the σ/TV argument above.  Writing each run's row as a mixture of the point
+mass at k (weight ``a``, resp. ``a'``, both ≤ λ) and its conditional distribution Q (Q') on the
+other keys, ``TV ≤ ½|a − a'| + (1 − a)·TV(Q, Q') + ½(a + a') ≤ λ + (1 − e^{−2σ/τ})`` — whatever
+value k carries in either run — so a head adds ``Σ_a |(W_VW_O)_ab| ε_a + D_b·(λ + (1 − e^{−2σ/τ}))``
+(an earlier version used ``2λ``; found by review).  The output's sensitivity is O(1/n) when M
+grows with n.
 """
 
 from __future__ import annotations
@@ -625,7 +629,7 @@ def hahn_bound(hm: HardModel, change_at: tuple[str, int] = ("end", 1)) -> HahnBo
             Mo = others_seen(h.mask, change_at)
             Ms.append(Mo)
             lam = 1 / (1 + Mo * sp.exp(-Ru / tau))
-            phi = (1 - sp.exp(-2 * sig / tau)) + 2 * lam if sig != 0 else 2 * lam
+            phi = (1 - sp.exp(-2 * sig / tau)) + lam if sig != 0 else lam  # TV of the row (module docstring)
             idx = len(atoms)
             atoms.append(phi)
             D = _spread(h, box)

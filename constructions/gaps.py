@@ -6,9 +6,10 @@ finds the minimum exactly (rational arithmetic, :mod:`softhard.constructions.exa
 
 * **exhaustive** — every word of every length 1..N, when ``Σ_n |Σ|^n`` is at most a limit: the
   minimum is then *established* (the premise of the bound is proved, by enumeration);
-* **searched** — otherwise: periodic words, random words and a local search that mutates the
-  current worst words one symbol at a time, keeping changes that push the gap down.  The minimum
-  found is exact *for the inputs tried*; it is not a proof.
+* **searched** — otherwise: periodic and random words at every length up to 64 (then a log grid
+  up to the search cap), and a local search that repeatedly takes each head's worst word not yet
+  expanded and evaluates its whole neighbourhood — every one-symbol change, insertion and
+  deletion — in one batch.  The minimum found is exact *for the inputs tried*; it is not a proof.
 
 For a UHA head (leftmost/rightmost), a tie of the maximum is gap 0 — softmax splits weight over
 the tied positions — so such a model is not simulable this way as it stands; :func:`tie_break`
@@ -36,7 +37,7 @@ from .exact import ExactEngine, ExactRun, HeadRows
 from .modelfile import ONE, POS, CanonHead, HardModel, MLPSpec, PEFeature, zeros
 
 DEFAULT_EXHAUSTIVE_LIMIT = 20_000
-DEFAULT_SEARCH_WORDS = 4_000
+DEFAULT_SEARCH_WORDS = 20_000
 DEFAULT_SEARCH_MAX_LEN = 512
 DENSE_CAP = 4096  # longest word the searched analysis evaluates (exact scores cost O(n^2) per head)
 CHUNK = 2048
@@ -303,8 +304,10 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
     rng = np.random.default_rng(seed)
     k = len(hm.alphabet)
     top = min(n_max, max_len)
-    grid = sorted({1, 2, 3, top} | {max(1, int(round(top ** (t / 8)))) for t in range(9)})
-    grid = [L for L in grid if L <= top]
+    # every length up to 64 (a minimum may sit at any length: found by review), then a log grid
+    grid = sorted(set(range(1, min(top, 64) + 1)) | {top, top - 1}
+                  | {max(1, int(round(top ** (t / 24)))) for t in range(25)})
+    grid = [L for L in grid if 1 <= L <= top]
     long = [L for L in sorted({n_max, (top + n_max) // 2}) if top < L <= DENSE_CAP]  # few words, but the longest
     deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
     used = 0
@@ -341,33 +344,65 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
     if progress:
         progress(f"search: {len(start)} periodic and random words")
     evaluate(start)
-    # 2. local search: mutate the worst words of each head, keep improvements
+    # 2. local search: expand the worst unexpanded word of each head — its whole neighbourhood
+    #    (every single-symbol change, every insertion and deletion, within the searched lengths)
+    #    in one batch; repeat while the budget lasts.  Expanding a word is deterministic; the
+    #    random restarts below only feed the frontier when it runs dry.
+    import heapq
+    frontier: dict[str, list] = {name: [] for name in agg.heads}
+    seen_in_frontier: set[tuple[int, ...]] = set()
+
+    def push(words) -> None:
+        for w in words:
+            if w in seen_in_frontier or len(w) > top:
+                continue
+            seen_in_frontier.add(w)
+            for name, g in pool[w].items():
+                if g is not None and name in frontier:
+                    heapq.heappush(frontier[name], (g, len(w), w))
+
+    def neighbours(w: tuple[int, ...]) -> list[tuple[int, ...]]:
+        out = []
+        L = len(w)
+        for pos in range(L):
+            for t in range(1, k + 1):
+                if t != w[pos]:
+                    out.append(w[:pos] + (t,) + w[pos + 1:])
+            if L > 1:
+                out.append(w[:pos] + w[pos + 1:])
+        if L < top:
+            for pos in range(L + 1):
+                for t in range(1, k + 1):
+                    out.append(w[:pos] + (t,) + w[pos:])
+        return out
+
+    push(list(pool))
+    expanded: set[tuple[int, ...]] = set()
     rounds = 0
-    stale = 0
     space = sum(k**L for L in grid)
     while used < budget and (deadline is None or time.perf_counter() < deadline):
-        if len(pool) >= space or stale >= 50:  # every word of the searched lengths seen, or no new ones
+        if len(pool) >= space:  # every word of the searched lengths seen
             break
         rounds += 1
-        cands = []
-        for name in agg.heads:
-            scored = [(g[name], w) for w, g in pool.items() if g.get(name) is not None and len(w) <= top]
-            scored.sort(key=lambda t: t[0])
-            for _, w in scored[:4]:
-                for _ in range(6):
-                    m = list(w)
-                    for _ in range(int(rng.integers(1, 3))):
-                        pos = int(rng.integers(0, len(m)))
-                        m[pos] = int(rng.integers(1, k + 1))
-                    cands.append(tuple(m))
-        new = [c for c in dict.fromkeys(cands) if c not in pool]
-        if not new:
-            new = [tuple(int(t) for t in rng.integers(1, k + 1, size=int(rng.choice(grid)))) for _ in range(16)]
+        batch: list[tuple[int, ...]] = []
+        for name, h in frontier.items():
+            while h and h[0][2] in expanded:
+                heapq.heappop(h)
+            if h:
+                w = heapq.heappop(h)[2]
+                expanded.add(w)
+                batch.extend(c for c in neighbours(w) if c not in pool)
+        batch = list(dict.fromkeys(batch))
+        if not batch:  # nothing left to expand: a random restart at a random searched length
+            batch = [tuple(int(t) for t in rng.integers(1, k + 1, size=int(rng.choice(grid)))) for _ in range(16)]
+            batch = [b for b in batch if b not in pool]
+            if not batch:
+                continue
         if progress:
             progress(f"search round {rounds}: {used}/{budget} words")
-        before = len(pool)
-        evaluate(new[: max(1, budget - used)])
-        stale = stale + 1 if len(pool) == before else 0
+        batch = batch[: max(1, budget - used)]
+        evaluate(batch)
+        push(batch)
     rep = GapReport(method="searched", n_max=n_max, alphabet_size=k, words=agg.words, lengths=grid + long,
                     heads=agg.heads, outputs=agg.outputs, seed=seed)
     total = count_words(k, n_max)

@@ -236,7 +236,14 @@ def demonstrate(hm: HardModel, res: HahnResult, output: str, *, n_values=None, n
         rows.append({"n": n, "pairs": len(pairs), "clean_pairs": int(clean_pairs), "observed_sensitivity": float(obs),
                      "sensitivity_bound": bound, "all_pairs_clean": works})
     forced = [r for r in rows if nf is not None and r["n"] >= nf]
-    return {"rows": rows, "first_break": first_break, "n_fail": nf,
+    # the observed counterpart of N_fail: from this length on, no flip pair moves the output by
+    # 1 − 2η or more, so no one-symbol change can carry it from within η of 0 to within η of 1
+    insensitive_from = None
+    for r in reversed(rows):
+        if r["observed_sensitivity"] >= 1 - 2 * eta:
+            break
+        insensitive_from = r["n"]
+    return {"rows": rows, "first_break": first_break, "n_fail": nf, "insensitive_from": insensitive_from,
             "bound_respected": all(r["observed_sensitivity"] <= r["sensitivity_bound"] * (1 + 1e-9) + 1e-12 for r in rows),
             "failure_forced_from_n_fail": all(r["clean_pairs"] == 0 for r in forced) if forced else None}
 

@@ -17,6 +17,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..constructions.errors import ParameterError
+from ..constructions.gaps import DEFAULT_SEARCH_WORDS
 from .cli import seconds_option
 
 
@@ -38,8 +39,8 @@ def _gap_options(p) -> None:
                    help="enumerate every word when there are at most this many of length <= n-max (default 20000)")
     p.add_argument("--method", choices=["auto", "exhaustive", "searched"], default="auto",
                    help="gap analysis: auto (exhaustive if within the limit), exhaustive, searched")
-    p.add_argument("--search-words", type=_nonneg("--search-words"), default=4000,
-                   help="searched analysis: exact evaluations (default 4000)")
+    p.add_argument("--search-words", type=_nonneg("--search-words"), default=DEFAULT_SEARCH_WORDS,
+                   help=f"searched analysis: exact evaluations (default {DEFAULT_SEARCH_WORDS})")
     p.add_argument("--search-max-len", type=_nonneg("--search-max-len"), default=512,
                    help="searched analysis: longest word tried (default 512)")
     p.add_argument("--seed", type=_nonneg("--seed"), default=0, help="searched analysis: random seed (>= 0)")
@@ -483,12 +484,14 @@ def _print_hahn(r: dict) -> None:
         con.print(f"  N_fail = {v['n_fail']}: for every n >= N_fail the bound is <= {v['target']} "
                   f"(= {float(tv):.10g}; {pf.get('status', 'not proved')}"
                   f"{' by z3 for all n >= N_fail' if pf.get('status') == 'proved' else ''}), "
-                  f"below the flip threshold 1 - 2 eta = {r['flip_threshold']}: a one-symbol change cannot flip a "
-                  f"rounded output.  At n = N_fail the bound is {v['sensitivity_at_n_fail']:.6g}.")
+                  f"below the flip threshold 1 - 2 eta = {r['flip_threshold']}: no one-symbol change can move the "
+                  f"output from within eta of 0 to within eta of 1 (an output near 1/2 may still cross it).  At n = "
+                  f"N_fail the bound is {v['sensitivity_at_n_fail']:.6g}.")
     for o, d in r.get("demonstration", {}).items():
-        con.print(f"[bold]numeric demonstration ({o})[/bold]: first length where a flip pair is not clean: "
-                  f"{d['first_break']}; every pair fails from N_fail on: {d['failure_forced_from_n_fail']}; "
-                  f"observed sensitivity <= bound everywhere: {d['bound_respected']}")
+        con.print(f"[bold]numeric demonstration ({o})[/bold]: observed sensitivity below 1 - 2 eta from n = "
+                  f"{d.get('insensitive_from')} on (N_fail = {d['n_fail']}: the bound's guarantee); first length where "
+                  f"a flip pair is not clean: {d['first_break']}; every pair fails from N_fail on: "
+                  f"{d['failure_forced_from_n_fail']}; observed sensitivity <= bound everywhere: {d['bound_respected']}")
         for row in d["rows"]:
             if row["n"] in (2, 3, 4, 8, 16, 32, 64) or (d["n_fail"] and row["n"] in (d["n_fail"] - 1, d["n_fail"])) \
                     or row is d["rows"][-1]:

@@ -113,8 +113,10 @@ def test_generic_never_below_specialised(example, regime):
 
 def test_hahn_n_fail_matches_closed_form_and_y_a_breaks():
     """Item 7: for the regime-T ``Y a`` construction at fixed 1/τ the sensitivity bound is
-    4/(1 + (n−2)e^{−β/τ}) (round_η Lipschitz 2, two leaks λ, R = β, M = n−2), so N_fail is the
-    smallest n with that ≤ (1−10⁻⁹)(1−2η): computed here by hand, then checked numerically."""
+    2/(1 + (n−2)e^{−β/τ}) (round_η Lipschitz 2, the changed position's weight λ, R = β, M = n−2:
+    TV ≤ λ — an earlier version had 2λ), so N_fail is the smallest n with that ≤ (1−10⁻⁹)(1−2η):
+    computed here by hand, then checked numerically: the observed sensitivity stays below the
+    bound and falls below 1 − 2η before N_fail, within a factor 2 of it."""
     spec = load_spec("Y a", alphabet="ab")
     c = build(spec, "T")
     hm = parse_model(export_transformer(c.model, name="Y a", at="last")).canonical()
@@ -123,14 +125,16 @@ def test_hahn_n_fail_matches_closed_form_and_y_a_breaks():
         out = res.outputs["Y a"]
         r = math.exp(-0.25 * float(inv))
         target = 0.5 * (1 - 1e-9)
-        n_fail = next(k for k in range(2, 10**6) if 4 / (1 + (k - 2) * r) <= target)
+        n_fail = next(k for k in range(2, 10**6) if 2 / (1 + (k - 2) * r) <= target)
         assert out["n_fail"] == n_fail
         assert out["proof"]["status"] == "proved"
         demo = demonstrate(hm, res, "Y a", n_cap=4 * n_fail)
         assert demo["bound_respected"]
         assert demo["failure_forced_from_n_fail"] is True
         assert demo["first_break"] is not None and demo["first_break"] <= n_fail
-        print(f"1/tau={inv}: N_fail={n_fail}, first observed break n={demo['first_break']}")
+        ins = demo["insensitive_from"]
+        assert ins is not None and n_fail / 2 <= ins <= n_fail, (ins, n_fail)
+        print(f"1/tau={inv}: N_fail={n_fail}, observed insensitive from n={ins}, first break n={demo['first_break']}")
     works = constructions_keep_working(spec, [2 * n_fail, 4 * n_fail])
     assert works and all(w["rounded_outputs_equal"] for w in works)
     assert {w["regime"] for w in works} == {"T", "U"}

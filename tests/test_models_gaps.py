@@ -149,3 +149,19 @@ def test_near_tie_reported_exactly():
     rep = analyse_gaps(parse_model(doc).canonical(), 5)
     assert rep.heads["last_a"].gap == Fraction(1, 2 ** 59)
     assert rep.heads["last_a"].gap > 0 and rep.simulable
+
+
+@pytest.mark.parametrize("seed,head,want", [(13, "L0H0", Fraction(1, 352)), (11, "L0H0", Fraction(1, 1936)),
+                                            (12, "L1H0", Fraction(25, 589824))])
+def test_search_visits_every_short_length(seed, head, want):
+    """The minimum of these heads over words of length <= 13 sits at length 11 or 12, which the
+    search's old log-spaced length grid {1, 2, 3, 4, 5, 7, 9, 13} never visited (found by review:
+    up to 17x too large).  The exhaustive value is the oracle; the search now finds it."""
+    hm = parse_model(random_model_doc(seed, layers=2, width=8, heads=2)).canonical()
+    exh = analyse_gaps(hm, 13)
+    assert exh.method == "exhaustive" and exh.heads[head].gap == want
+    rep = analyse_gaps(hm, 13, exhaustive_limit=100, search_words=4000, seed=0)
+    assert rep.method == "searched" and rep.heads[head].gap == want
+    for name, h in rep.heads.items():  # never below the true minimum
+        if h.gap is not None and exh.heads[name].gap is not None:
+            assert h.gap >= exh.heads[name].gap
