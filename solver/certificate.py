@@ -558,7 +558,19 @@ def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = Fals
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a certificate is an ordinary file
-        os.replace(tmp, p)
+        if force:
+            os.replace(tmp, p)
+        else:  # link fails if the file appeared since the check: never clobber without --force
+            try:
+                os.link(tmp, p)
+            except FileExistsError:
+                raise ParameterError(f"{p}: file exists; use --force to overwrite it") from None
+            except OSError:  # a file system without hard links: the checked rename
+                if p.exists():
+                    raise ParameterError(f"{p}: file exists; use --force to overwrite it") from None
+                os.replace(tmp, p)
+            else:
+                os.unlink(tmp)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):  # leave nothing half-written behind
             os.unlink(tmp)

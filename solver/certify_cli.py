@@ -114,12 +114,15 @@ def _print_certificate(cert: dict, path) -> None:
     con.print(f"[bold]{cons['title']}[/bold]")
     con.print(f"regime {cons['regime']} ({cons['positional']}), params {cons['params']}, "
               f"tau = {cons['tau']} (1/tau = {cons['inv_tau_decimal']}, {cons['tau_choice']}), {rtxt}")
-    t = Table(show_header=True, header_style="bold", caption="time: solver seconds per claim; arb: the independent "
-              "interval re-check; obs/bound: worst observed leak / bound (numeric tightness)", caption_justify="left")
-    for col, mw in (("node", 28), ("op", 4), ("layer", 5), ("kind", 14), ("condition", 26), ("status", 16),
-                    ("time", 6), ("arb", 10), ("obs/bound", 9)):
+    t = Table(show_header=True, header_style="bold", caption="bound: the node's error bound at n_max and the chosen "
+              "tau (its formula: 'softhard bound', or nodes[].bound in the certificate); time: solver seconds per "
+              "claim; arb: the independent interval re-check; obs/bound: worst observed leak / bound (numeric "
+              "tightness)", caption_justify="left")
+    for col, mw in (("node", 28), ("op", 7), ("layer", 5), ("kind", 14), ("bound", 11), ("condition", 26),
+                    ("status", 16), ("time", 6), ("arb", 10), ("obs/bound", 9)):
         t.add_column(col, overflow="fold", max_width=mw)
     claims = {c["id"]: c for c in cert["claims"]}
+    bound_at = _bounds_at_n_max(cert)
     for nd in cert["nodes"]:
         cl = claims.get(nd["claim"]) if nd["claim"] else None
         st = nd["status"]
@@ -133,6 +136,7 @@ def _print_certificate(cert: dict, path) -> None:
             if sc["status"] == "unknown" and "unbounded" in (sc.get("reason") or ""):
                 arb = "ok to 2^40"
         t.add_row(nd["node"], nd["operator"], str(nd["layer"]), f"{nd['kind']} {cons['regime']}",
+                  bound_at.get(nd["claim"], "0") if cl else "0",
                   f"<= {cl['tolerance']}, {rng_txt}" if cl else "exact",
                   f"[{col}]{st}[/{col}]" + (f" n={cl['counterexample']}" if cl and cl["counterexample"] else ""),
                   f"{cl['seconds']:.2f}" if cl else "-", arb,
@@ -162,6 +166,24 @@ def _print_certificate(cert: dict, path) -> None:
                                   num.get("mismatched_outputs_unguarded", 0), num.get("premise_failures", 0),
                                   num["ok"]))
     con.print(status_line(cert, path))
+
+
+def _bounds_at_n_max(cert: dict) -> dict[str, str]:
+    """Per claim id, its bound (parameters substituted) evaluated at n_max, 8 digits (display only)."""
+    import mpmath
+    import sympy as sp
+
+    from ..bounds.derive import evaluate
+    n_max = cert["range"]["n_max"]
+    out = {}
+    for cl in cert["claims"]:
+        try:
+            k = n_max if cl["n_hi"] is None else min(n_max, cl["n_hi"])
+            out[cl["id"]] = mpmath.nstr(evaluate(sp.sympify(cl["expr_srepr"]), n_value=max(k, cl["n_lo"]),
+                                                 inv_tau=1), 8)
+        except (TypeError, ValueError, ZeroDivisionError, SyntaxError):
+            out[cl["id"]] = "?"
+    return out
 
 
 def status_line(cert: dict, path, extra: str = "") -> str:

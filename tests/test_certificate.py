@@ -173,6 +173,20 @@ def test_write_is_atomic_and_refuses_to_overwrite(tmp_path, t4, monkeypatch):
     assert p.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["c.json"]
     assert load_certificate(p) == json.loads(before)
+    monkeypatch.undo()
+    # a file that appears between the check and the rename is not clobbered either
+    q = tmp_path / "race.json"
+    real = cm.check_output_path
+
+    def late(path, force=False):
+        out = real(path, force=force)
+        q.write_text("someone else's file")
+        return out
+    monkeypatch.setattr(cm, "check_output_path", late)
+    with pytest.raises(ParameterError, match="exists"):
+        write_certificate(t4, q)
+    assert q.read_text() == "someone else's file"
+    assert sorted(os.listdir(tmp_path)) == ["c.json", "race.json"]
 
 
 def test_cli_certify_verify_round_trip(tmp_path, capsys):
