@@ -9,10 +9,12 @@ own input-rounding allowance (``Bound.rounding``, counting comparators); otherwi
 
 A node's bound assumes *clean inputs*: every attention node below it (its ancestors in the
 computation graph) has error ≤ η, so every clean-up ``round_η`` it reads is exact and its keys
-are Boolean (THEORY §3).  Where some ancestor's bound exceeds η at the run's (n, τ) — a
-temperature too warm for that length — the premise fails: the node's observation is reported
-(``premise`` names the ancestor) but is no evidence about its bound, and a clean output that
-differs from the hard model at such a length is expected, not a refutation.
+are Boolean (THEORY §3).  Where some ancestor's *observed* error exceeds η on the same family
+and length — possible only at a temperature too warm for that length, since otherwise the
+ancestor's own bound ≤ η would be violated — the premise fails: the node's observation is
+reported (``premise`` names the ancestor) but is no evidence about its bound.  A clean output
+that differs from the hard model at a length where some node's bound exceeds η is expected (the
+construction is not claimed exact there), not a refutation.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ class NodeCheck:
     allowance_rel: float
     word: str
     row: int
-    #: None when every attention ancestor's bound is ≤ η at (n, τ); else the first ancestor whose
-    #: bound exceeds η (the node's bound then does not apply: its inputs need not be clean)
+    #: None when every attention ancestor's observed error is ≤ η on this family and length; else
+    #: the first ancestor that exceeded η (the node's bound then does not apply: its inputs need
+    #: not be clean)
     premise: str | None = None
 
     @property
@@ -144,9 +147,11 @@ class _Premises:
                                 > mpmath.mpf(self.eta.numerator) / self.eta.denominator)
         return self._above[key]
 
-    def failed(self, node: str, n: int, inv_tau: float) -> str | None:
-        """The first attention ancestor of ``node`` whose bound exceeds η at (n, 1/τ), or None."""
-        return next((a for a in self.anc.get(node, ()) if self.above(a, n, inv_tau)), None)
+    def failed(self, node: str, observed: dict[str, float]) -> str | None:
+        """The first attention ancestor of ``node`` whose observed error (``{node: error}`` on the
+        same family and length) exceeds η, or None."""
+        e = float(self.eta)
+        return next((a for a in self.anc.get(node, ()) if observed.get(a, 0.0) > e), None)
 
     def any_above(self, n: int, inv_tau: float) -> bool:
         """Some node's bound exceeds η at (n, 1/τ): exactness of the clean output is not claimed."""
@@ -221,8 +226,12 @@ def confirm(model: Transformer, bounds: Mapping[str, NodeBound], families: Mappi
                 progress(name)
             s = observe(model, words, inv_tau)
             s.heads.update(observe_layernorms(model, words, inv_tau).heads)  # LN comparators (THEORY §5 (a))
-            for ch in compare(s, bounds, name, beta=beta, eta=eta):
-                ch.premise = prem.failed(ch.node, ch.n, ch.inv_tau)
+            checks = compare(s, bounds, name, beta=beta, eta=eta)
+            seen: dict[int, dict[str, float]] = {}
+            for ch in checks:
+                seen.setdefault(ch.n, {})[ch.node] = ch.observed
+            for ch in checks:
+                ch.premise = prem.failed(ch.node, seen[ch.n])
                 conf.checks.append(ch)
             conf.words[name] = s.words
             it_of = inv_tau if callable(inv_tau) else (lambda k, _v=float(inv_tau): _v)

@@ -316,11 +316,13 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
     def evaluate(words: list[tuple[int, ...]]) -> None:
         nonlocal used
         by_len: dict[int, list[tuple[int, ...]]] = {}
-        for w in words:
+        for w in dict.fromkeys(words):  # each distinct word once
             if w not in pool:
                 by_len.setdefault(len(w), []).append(w)
         for L, ws in by_len.items():
             for c0 in range(0, len(ws), CHUNK if L <= 64 else max(1, CHUNK * 64 // (L * L) + 1)):
+                if used >= budget or (deadline is not None and time.perf_counter() > deadline):
+                    return
                 chunk = ws[c0:c0 + (CHUNK if L <= 64 else max(1, CHUNK * 64 // (L * L) + 1))]
                 tok = np.array(chunk, dtype=np.int64).reshape(len(chunk), L)
                 run = eng.run(tok)
@@ -330,13 +332,13 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
                 for b, w in enumerate(chunk):
                     pool[w] = {name: gs[b] for name, gs in per_head.items()}
 
-    # 1. periodic and random words at every grid length
+    # 1. periodic and random words at every grid length, about a third of the budget each
+    share = max(1, (budget // 3) // max(len(grid), 1))
     start = []
+    for L in grid:  # shortest periods first, as many as the share allows
+        start.extend(_periodic(k, L, max_period=max(1, min(3, int(math.log(share + 1, max(k, 2)))))))
     for L in grid:
-        start.extend(_periodic(k, L))
-    per = max(1, (budget // 3) // max(len(grid), 1))
-    for L in grid:
-        for _ in range(per):
+        for _ in range(min(share, k**L)):
             start.append(tuple(int(t) for t in rng.integers(1, k + 1, size=L)))
     for L in long:
         start.extend(_periodic(k, L, 2))

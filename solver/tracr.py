@@ -569,18 +569,20 @@ def answer_min_inv_tau(an: Analysis, n_target: int, timeout_s: float, say=None) 
     if bound is None:
         return {"status": "unknown", "n": n_target, "reason": f"no premises beyond max_seq_len: {an.ext_reason}"}, []
     premise = an.ext.kind if use_ext else "exhaustive"
+    over = an.tolerance_at(n_target)  # fraction-valued outputs beyond max_seq_len: eps(n_target)
     reqs = []
     for node, e, tol in claim_exprs(bound, an.epsilon):
-        reqs.append((required(e, tol, n_target), node))
+        reqs.append((required(e, over.get(node, tol), n_target), node))
     need, node = max(reqs, key=lambda t: t[0])
     if need == 0:
         return {"status": "proved", "n": n_target, "inv_tau": "0", "binding": None,
                 "note": "every claim holds at any temperature for these lengths"}, []
     lam = round_up(need * (1 + mpmath.mpf("1e-9")), DIGITS)
-    runs = make_claims(bound, an.epsilon, lam, 1, n_target, "min-inv-tau", premise, "m")
+    runs = make_claims(bound, an.epsilon, lam, 1, n_target, "min-inv-tau", premise, "m", tol_override=over)
     run_claims(runs, timeout_s, say)
     below = down_digits(mpmath.mpf(lam.numerator) / lam.denominator * (1 - mpmath.mpf(MIN_STEP.numerator) / MIN_STEP.denominator))
-    ref = make_claims(bound, an.epsilon, below, n_target, n_target, "min-inv-tau-below", premise, "mb", only=node)
+    ref = make_claims(bound, an.epsilon, below, n_target, n_target, "min-inv-tau-below", premise, "mb", only=node,
+                      tol_override=over)
     run_claims(ref, timeout_s, say)
     K = int(an.info["key_size"])
     ok = all(r.json["status"] == "proved" for r in runs) and ref and ref[0].json["status"] == "refuted"
@@ -615,6 +617,10 @@ def answer_longer(an: Analysis, timeout_s: float, say=None) -> tuple[dict, list[
                         "table can be extended" if kind == "extension" else
                         "hypothetical: a model with the same per-position structure (the same logit-table levels and "
                         "own-key pairs) at longer lengths; the given model stops at max_seq_len")}
+    if best is None and an.fraction_rule is not None:  # eps(n) -> 0: no positive bound holds for all n
+        return {**base, "status": "unknown", "exact_up_to": None, "tolerance_rule": an.fraction_rule,
+                "reason": f"within the length-dependent tolerance up to at least n = {N_CAP:.0e}; with a tolerance "
+                          "that shrinks like 1/n^2 no claim for all n is made"}, []
     if best is None:
         runs = make_claims(an.bound_ext, an.epsilon, lo, 1, None, "longer", kind, "x")
         run_claims(runs, timeout_s, say)
@@ -1166,9 +1172,11 @@ def _rebuild_runs(an: Analysis, params: dict) -> dict[str, list[ClaimRun]]:
         use_ext = nt > N
         b = an.bound_ext if use_ext else an.bound
         kind = an.ext.kind if use_ext else "exhaustive"
-        out["min-inv-tau"] = make_claims(b, an.epsilon, Fraction(mi["inv_tau"]), 1, nt, "min-inv-tau", kind, "m")
+        over = an.tolerance_at(nt)
+        out["min-inv-tau"] = make_claims(b, an.epsilon, Fraction(mi["inv_tau"]), 1, nt, "min-inv-tau", kind, "m",
+                                         tol_override=over)
         out["min-inv-tau-below"] = make_claims(b, an.epsilon, Fraction(mi["below"]), nt, nt, "min-inv-tau-below", kind,
-                                               "mb", only=mi["binding"])
+                                               "mb", only=mi["binding"], tol_override=over)
     lg = params["longer"]
     if an.bound_ext is not None and lg.get("all_n"):
         out["longer"] = make_claims(an.bound_ext, an.epsilon, lo, 1, None, "longer", an.ext.kind, "x")

@@ -167,7 +167,9 @@ def test_hahn_cli(tmp_path, capsys):
     from softhard.solver.cli import main
     rc = main(["hahn", "Y a", "--alphabet", "ab", "--tau", "1/4", "--json"])
     out = json.loads(capsys.readouterr().out)
-    assert rc == 0 and out["outputs"]["Y a"]["n_fail"] == 22 and out["valid_for_n_ge"] == 2
+    # 2/(1 + (n-2)e^{-1}) <= (1 - 1e-9)/2  <=>  n >= 2 + (4/(1 - 1e-9) - 1)e  = 10.15...
+    want = next(k for k in range(2, 100) if 2 / (1 + (k - 2) * math.exp(-1)) <= 0.5 * (1 - 1e-9))
+    assert rc == 0 and out["outputs"]["Y a"]["n_fail"] == want == 11 and out["valid_for_n_ge"] == 2
     assert out["outputs"]["Y a"]["proof"]["status"] == "proved"
     spec = load_spec("Y a", alphabet="ab")
     p = tmp_path / "u.json"
