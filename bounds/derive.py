@@ -187,6 +187,7 @@ def required_inv_tau(expr: sp.Expr, *, n_value, eta_value=Fraction(1, 4), beta_v
         return hi
 
 
+@lru_cache(maxsize=512)  # nodes of one formula share bounds; printing one costs ~0.2 s
 def latex(expr: sp.Expr) -> str:
     """LaTeX of a bound with the field's symbols (τ, β, η)."""
     return sp.latex(expr, symbol_names={tau: r"\tau", beta: r"\beta", eta: r"\eta"})

@@ -42,6 +42,8 @@ and gap ``γ = β/n`` (T) or ``1`` (U) is available for comparison: it costs a f
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import sympy as sp
 
 from .core import HALF, Bound, asymptotic_order, beta, eta, gap_lemma, n, tau
@@ -155,6 +157,7 @@ def inv_tau_star_generic(m: sp.Expr, gap: sp.Expr) -> sp.Expr:
 SelectionBound = Bound  # backwards-compatible name
 
 
+@lru_cache(maxsize=64)  # building the closed forms (SymPy Max) costs ~0.15 s; Bounds are never mutated
 def selection_bound(regime: str, key_const: bool = False, spacing: int = 1) -> Bound:
     """:class:`Bound` for a selection head in regime ``"T"`` or ``"U"`` (THEORY §4).
 
