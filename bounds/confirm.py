@@ -132,7 +132,9 @@ def attention_ancestors(model: Transformer, bounds: Mapping[str, NodeBound]) -> 
 
 
 class _Premises:
-    """Which node bounds exceed η at a given (n, 1/τ): memoised, exact-enough (30 digits)."""
+    """Premises of one confirmation: which node bounds exceed η at a given (n, 1/τ) (memoised,
+    30 digits; decides whether a differing output refutes anything) and, per node, which attention
+    ancestor was observed above η (decides whether the node's bound applies)."""
 
     def __init__(self, model: Transformer, bounds: Mapping[str, NodeBound], beta, eta):
         self.bounds, self.beta, self.eta = bounds, beta, eta
