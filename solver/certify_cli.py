@@ -63,7 +63,8 @@ def register(sub, common, positive_int, tau_type) -> None:
 
 def cmd_certify(args) -> int:
     from ..constructions.parse import load_spec, parse_spec
-    from .certificate import certify, write_certificate
+    from .certificate import certify
+    from .certjson import write_certificate
 
     if args.tau is None and not args.find_tau:
         raise ParameterError("give --tau T or --find-tau")
@@ -81,7 +82,7 @@ def cmd_certify(args) -> int:
     # --find-tau also finds the largest certifiable layer-norm epsilon unless --eps-ln fixes it
     tune = ("eps_ln",) if args.find_tau and _eps_ln(args) is None and "eps_ln" in c.params else ()
     if args.output:  # fail before the work if the output cannot be written
-        from .certificate import check_output_path
+        from .certjson import check_output_path
         check_output_path(args.output, force=args.force)
     from rich.console import Console
     err = Console(stderr=True, highlight=False)
@@ -211,12 +212,12 @@ def numeric_verdict(inv_tau: float | None, families: dict, mismatched: int, ungu
 
 
 def cmd_verify(args) -> int:
-    from .certificate import load_certificate, verify_certificate
+    from .certjson import load_certificate
+    from .kinds import verify_certificate
     cert = load_certificate(args.file)
     rep = verify_certificate(cert, timeout_s=args.timeout)
     if args.json:
-        print(json.dumps({"valid": rep.ok, "status": rep.status, "problems": [{"field": f, "message": m}
-                          for f, m in rep.problems], "checked": rep.checked, "seconds": rep.seconds}, indent=1))
+        print(json.dumps(rep.to_json(), indent=1))
     elif rep.ok:
         print(f"valid certificate: status {rep.status}; checked {', '.join(rep.checked)} ({rep.seconds:.2f} s)")
     else:

@@ -274,3 +274,19 @@ def check_claim(claim: Claim, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_boxes
             res.reason = f"DISAGREEMENT: counterexample n = {cex} found but arb proves the claim"
     res.seconds = time.perf_counter() - t0
     return res
+
+
+class ProofCache:
+    """The results of :func:`check_claim` within one certify or one replay, keyed by the exact claim
+    and the call's options, so the proof a search found is the proof the certificate records
+    (never shared between a certify and a verify: each creates its own)."""
+
+    def __init__(self) -> None:
+        self._results: dict[tuple, ClaimResult] = {}
+
+    def check(self, claim: Claim, **options) -> ClaimResult:
+        """:func:`check_claim` of ``claim`` with ``options``, computed once."""
+        key = (sp.srepr(claim.expr), claim.eta, claim.n_lo, claim.n_hi, tuple(sorted(options.items())))
+        if key not in self._results:
+            self._results[key] = check_claim(claim, **options)
+        return self._results[key]

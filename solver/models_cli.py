@@ -303,7 +303,7 @@ def _read(o, vals):
 def cmd_certify_model(args) -> int:
 
     from ..constructions.modelfile import load_model
-    from .certificate import write_certificate
+    from .certjson import write_certificate
     from .models import NotSimulable, build_model_construction, certify_model
 
     if args.epsilon is None:
@@ -317,7 +317,7 @@ def cmd_certify_model(args) -> int:
     if args.n_min > args.n_max:
         raise ParameterError(f"--n-min {args.n_min} exceeds --n-max {args.n_max}")
     if args.output:  # fail before the work if the output cannot be written
-        from .certificate import check_output_path
+        from .certjson import check_output_path
         check_output_path(args.output, force=args.force)
     spec = load_model(args.model)
     from rich.console import Console

@@ -51,12 +51,15 @@ class SearchResult:
 
 def find_inv_tau(make_claim: Callable[[Fraction], Claim], leak_at: Callable[[int | None], sp.Expr], *,
                  n_bind: int | None, eta: Fraction, beta: Fraction, digits: int = 12, margin: float = 1e-9,
-                 tries: int = 6, timeout_s: float = 20.0) -> SearchResult:
+                 tries: int = 6, timeout_s: float = 20.0,
+                 check: Callable[..., ClaimResult] = check_claim) -> SearchResult:
     """Smallest certifiable ``1/τ`` for one claim.
 
     ``make_claim(inv_tau)`` builds the claim at a given exact ``1/τ``; ``leak_at(n)`` returns the
     bound expression (in n, τ, β, η) to use for the numeric requirement at length ``n`` (``None``:
     the n-independent bound).  ``n_bind``: the length where the requirement is computed first.
+    ``check``: the prover (:func:`check_claim`, or a :class:`~softhard.solver.check.ProofCache`'s
+    ``check`` so that the certificate records the very proof found here).
     """
     need = required_inv_tau(leak_at(n_bind), n_value=n_bind if n_bind is not None else 1,
                             eta_value=eta, beta_value=beta)
@@ -66,7 +69,7 @@ def find_inv_tau(make_claim: Callable[[Fraction], Claim], leak_at: Callable[[int
         x = round_up(need * (1 + mpmath.mpf(m)), digits)
         if x <= 0:
             x = Fraction(1, 10**digits)
-        res = check_claim(make_claim(x), timeout_s=timeout_s, minimise=False)
+        res = check(make_claim(x), timeout_s=timeout_s, minimise=False)
         if res.status == "proved":
             return SearchResult(inv_tau=x, tight=need, result=res, rounds=k)
         if res.status == "refuted" and res.counterexample is not None:

@@ -66,7 +66,7 @@ def _g(x, digits: int = 6) -> str:
 def cmd_certify_tracr(args) -> int:
 
     from ..constructions.tracr import load_tracr
-    from .certificate import write_certificate
+    from .certjson import write_certificate
     from .tracr import certify_tracr
 
     if args.tau is not None or args.find_tau:
@@ -79,7 +79,7 @@ def cmd_certify_tracr(args) -> int:
         if eps <= 0:
             raise ParameterError(f"--epsilon must be > 0, got {args.epsilon}")
     if args.output:  # fail before the work if the output cannot be written
-        from .certificate import check_output_path
+        from .certjson import check_output_path
         check_output_path(args.output, force=args.force)
     tm = load_tracr(args.tracr)
     if args.n is not None and args.n < 1:

@@ -1,0 +1,315 @@
+"""Certificate files as data: strict JSON in, canonical JSON and hashes, JSON paths, replay diffs.
+
+Every certificate kind (formula, model file, Tracr export) is read, hashed, written and compared
+by the functions here, so the file-level rules are the same for all of them (docs/certificates.md):
+
+* **Strict reading** (:func:`load_certificate`): at most :data:`MAX_BYTES` bytes, nesting at most
+  :data:`MAX_DEPTH` deep, no duplicate keys in an object, no ``NaN``/``Infinity``; every violation
+  is one :class:`~softhard.constructions.errors.CertificateError` line naming the file (and the
+  line:column where JSON gives one).
+* **Canonical JSON** (:func:`canonical`): sorted keys, separators ``,`` and ``:``, UTF-8, no ASCII
+  escaping of non-ASCII characters, NaN/Infinity refused.
+* **Hashes** (:func:`compute_hashes`): SHA-256 of the canonical JSON of every top-level section,
+  of every element of a top-level list (``claims[3]``), and of the whole certificate without
+  ``hashes`` (``all``).  Unkeyed: they locate accidental edits; the replay catches deliberate ones.
+* **JSON paths** (:func:`fmt_path`, :func:`matches`): ``search.per_bound[2].empirical``; a pattern
+  may use ``[*]`` for any index and names a field together with everything under it.
+* **Diffs** (:func:`diff`): every difference between a stored and a replayed certificate, by
+  JSON path, except under the measured patterns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from ..constructions.errors import CertificateError, ParameterError
+
+#: largest certificate file ``load_certificate`` reads (bytes); the largest shipped one is under 2 MiB
+MAX_BYTES = 64 * 1024 * 1024
+#: deepest nesting of arrays/objects ``load_certificate`` accepts (certificates nest at most ~10 deep)
+MAX_DEPTH = 64
+#: relative tolerance for floats in a replay diff (derived floats are re-computed, possibly with
+#: another BLAS or libm; every number a proof depends on is an exact rational string)
+FLOAT_REL_TOL = 1e-9
+
+HASH_SCHEME = ("sha256 over canonical JSON (sorted keys, separators ',' ':', UTF-8): one hash per top-level "
+               "section, one per element of a top-level list ('claims[3]'), and 'all' over the certificate "
+               "without 'hashes'")
+
+
+def _depth_ok(text: str, limit: int) -> tuple[bool, int]:
+    """Scan ``text`` for bracket nesting outside strings; ``(ok, offset)`` of the first too-deep one."""
+    depth = 0
+    in_str = esc = False
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return False, i
+        elif ch in "]}":
+            depth -= 1
+    return True, -1
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise CertificateError(f"duplicate key {k!r} in one JSON object (a reader could take either value)")
+        out[k] = v
+    return out
+
+
+def _no_constant(name: str):
+    raise CertificateError(f"{name} is not JSON (certificates are strict JSON: no NaN or Infinity)")
+
+
+def loads(text: str, where: str = "<certificate>") -> object:
+    """Parse ``text`` as strict JSON (module docstring).  Raises :class:`CertificateError` with one
+    line ``where[:line:col]: what``."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise CertificateError(f"{where}: larger than {MAX_BYTES} bytes, the most a certificate may have")
+    ok, off = _depth_ok(text, MAX_DEPTH)
+    if not ok:
+        line = text.count("\n", 0, off) + 1
+        col = off - (text.rfind("\n", 0, off) + 1) + 1
+        raise CertificateError(f"{where}:{line}:{col}: nested deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise CertificateError(f"{where}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})") from None
+    except CertificateError as e:
+        raise CertificateError(f"{where}: {e}") from None
+
+
+def load_certificate(path: str | os.PathLike) -> dict:
+    """Read a certificate file strictly (module docstring); it must hold one JSON object.
+
+    Raises :class:`CertificateError` (one line naming the file) for a missing, unreadable,
+    oversized, non-UTF-8, too deeply nested or non-strict JSON file."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_BYTES:
+            raise CertificateError(f"{p}: {size} bytes, more than the {MAX_BYTES} a certificate may have")
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise CertificateError(f"{p}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    obj = loads(text, str(p))
+    if not isinstance(obj, dict):
+        raise CertificateError(f"{p}: a certificate is a JSON object")
+    return obj
+
+
+def check_finite(obj, path: tuple = ()) -> None:
+    """Raise :class:`ParameterError` naming the path of the first NaN/Infinity in ``obj``."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        raise ParameterError(f"{fmt_path(path) or '<root>'}: {obj} cannot be written as strict JSON")
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            check_finite(v, path + (k,))
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            check_finite(v, path + (i,))
+
+
+def canonical(obj) -> bytes:
+    """Canonical JSON bytes of ``obj`` (module docstring); raises ValueError for NaN/Infinity."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def compute_hashes(cert: dict) -> dict:
+    """``{"algorithm", "scheme", "sections": {path: hex}, "all": hex}`` for ``cert`` (module docstring)."""
+    body = {k: v for k, v in cert.items() if k != "hashes"}
+    sections = {}
+    for k, v in body.items():
+        sections[k] = hashlib.sha256(canonical(v)).hexdigest()
+        if isinstance(v, list):
+            for i, x in enumerate(v):
+                sections[f"{k}[{i}]"] = hashlib.sha256(canonical(x)).hexdigest()
+    return {"algorithm": "sha256", "scheme": HASH_SCHEME, "sections": sections,
+            "all": hashlib.sha256(canonical(body)).hexdigest()}
+
+
+def hash_problems(cert: dict) -> list[tuple[str, str]]:
+    """Sections whose stored hash differs from the recomputed one (``(path, message)``)."""
+    stored = cert.get("hashes")
+    if not isinstance(stored, dict) or not isinstance(stored.get("sections"), dict):
+        return [("hashes", "missing or malformed")]
+    fresh = compute_hashes(cert)
+    probs = [(k, "content differs from what was certified (section hash mismatch): the field was edited")
+             for k, h in fresh["sections"].items() if stored["sections"].get(k) != h]
+    probs += [(k, "section listed in hashes is missing") for k in stored["sections"] if k not in fresh["sections"]]
+    if stored.get("all") != fresh["all"] and not probs:
+        probs.append(("hashes.all", "whole-certificate hash mismatch"))
+    if stored.get("algorithm") != "sha256" or stored.get("scheme") != HASH_SCHEME:
+        probs.append(("hashes.scheme", "not this version's hash scheme"))
+    return probs
+
+
+# --------------------------------------------------------------------------------------------
+# JSON paths
+
+
+def fmt_path(parts) -> str:
+    """``("search", "per_bound", 2, "empirical")`` → ``search.per_bound[2].empirical``."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _split(pattern: str) -> list:
+    parts: list = []
+    for tok in pattern.replace("[", ".[").split("."):
+        if not tok:
+            continue
+        if tok.startswith("["):
+            inner = tok[1:-1]
+            parts.append("*" if inner == "*" else int(inner))
+        else:
+            parts.append(tok)
+    return parts
+
+
+def matches(path: tuple, pattern: str) -> bool:
+    """True when the JSON path ``path`` (a tuple of keys and indices) lies at or under ``pattern``
+    (``[*]`` matches any index, ``*`` as a key any key)."""
+    pat = _split(pattern)
+    if len(path) < len(pat):
+        return False
+    for p, q in zip(path, pat):
+        if q == "*":
+            continue
+        if p != q:
+            return False
+    return True
+
+
+def leaves(obj, path: tuple = ()) -> Iterator[tuple[tuple, object]]:
+    """Every leaf (scalar, empty list or empty object) of ``obj`` with its path, depth first."""
+    if isinstance(obj, dict) and obj:
+        for k, v in obj.items():
+            yield from leaves(v, path + (k,))
+    elif isinstance(obj, list) and obj:
+        for i, v in enumerate(obj):
+            yield from leaves(v, path + (i,))
+    else:
+        yield path, obj
+
+
+def _same_scalar(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if type(a) is float or type(b) is float:
+        if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+            return False
+        return abs(a - b) <= FLOAT_REL_TOL * max(abs(a), abs(b)) or a == b
+    return type(a) is type(b) and a == b
+
+
+def diff(stored, fresh, ignore: tuple[str, ...] = (), path: tuple = ()) -> list[tuple[str, str]]:
+    """Every difference between ``stored`` and ``fresh``, as ``(json path, message)``, skipping
+    paths under an ``ignore`` pattern.  Scalars compare exactly except floats (relative
+    :data:`FLOAT_REL_TOL`); objects by key set and values; lists by length and elements."""
+    if any(matches(path, p) for p in ignore):
+        return []
+    where = fmt_path(path) or "<root>"
+    if isinstance(stored, dict) and isinstance(fresh, dict):
+        out = []
+        for k in stored:
+            if k not in fresh:
+                if not any(matches(path + (k,), p) for p in ignore):
+                    out.append((fmt_path(path + (k,)), "not part of the certificate the replay produces"))
+            else:
+                out.extend(diff(stored[k], fresh[k], ignore, path + (k,)))
+        for k in fresh:
+            if k not in stored and not any(matches(path + (k,), p) for p in ignore):
+                out.append((fmt_path(path + (k,)), "missing (the replay produces it)"))
+        return out
+    if isinstance(stored, list) and isinstance(fresh, list):
+        if len(stored) != len(fresh):
+            return [(where, f"has {len(stored)} item(s), the replay gives {len(fresh)}")]
+        out = []
+        for i, (a, b) in enumerate(zip(stored, fresh)):
+            out.extend(diff(a, b, ignore, path + (i,)))
+        return out
+    if isinstance(stored, (dict, list)) or isinstance(fresh, (dict, list)) or not _same_scalar(stored, fresh):
+        return [(where, f"is {_short(stored)}, the replay gives {_short(fresh)}")]
+    return []
+
+
+def _short(x, limit: int = 80) -> str:
+    s = json.dumps(x, ensure_ascii=False, allow_nan=True)
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------------------------
+# writing
+
+
+def check_output_path(path: str | os.PathLike, *, force: bool = False) -> Path:
+    """The certificate's output path, or :class:`ParameterError` if it is a directory, exists
+    (without ``force``) or lies in a missing directory — checked before any work is done."""
+    p = Path(path)
+    if p.is_dir():
+        raise ParameterError(f"{p}: is a directory; give a file name for the certificate")
+    if p.exists() and not force:
+        raise ParameterError(f"{p}: file exists; use --force to overwrite it")
+    if p.parent and not p.parent.exists():
+        raise ParameterError(f"{p.parent}: no such directory")
+    return p
+
+
+def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = False) -> Path:
+    """Write ``cert`` atomically as strict JSON: a temporary file in the same folder, fsync, then
+    rename (or hard link, so a file that appeared meanwhile is never clobbered without ``force``).
+
+    Raises :class:`ParameterError` for an existing file (without ``force``) or a value that is not
+    strict JSON (NaN/Infinity, named by path); on any error the target is untouched."""
+    p = check_output_path(path, force=force)
+    check_finite(cert)
+    data = json.dumps(cert, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent or "."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a certificate is an ordinary file
+        if force:
+            os.replace(tmp, p)
+        else:
+            try:
+                os.link(tmp, p)
+            except FileExistsError:
+                raise ParameterError(f"{p}: file exists; use --force to overwrite it") from None
+            except OSError:  # a file system without hard links: the checked rename
+                if p.exists():
+                    raise ParameterError(f"{p}: file exists; use --force to overwrite it") from None
+                os.replace(tmp, p)
+            else:
+                os.unlink(tmp)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return p

@@ -1,0 +1,152 @@
+"""The claims step: every kind's claims, in one structure (ARCHITECTURE.md, "claims").
+
+A claim is "for every integer n in [n_lo, n_hi]: bound(n) <= tolerance" with every parameter
+substituted (:class:`~softhard.solver.check.Claim`).  :func:`claim_specs` forms the distinct claims
+of a construction at one temperature (nodes with the same bound share a claim);
+:func:`claim_json` is how every certificate kind records a claim and its result; the other
+helpers render the derived, parameter-independent parts of a certificate (node rows, the
+construction section, the graph, exact rationals, library versions).
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from fractions import Fraction
+from importlib import metadata
+
+import mpmath
+import networkx as nx
+import sympy as sp
+
+from ..bounds.core import n as n_sym
+from ..bounds.derive import NodeBound, latex
+from ..constructions.errors import CertificateError, ParameterError
+from .check import Claim, ClaimResult
+from .pipeline import Construction
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version()}
+    for dist in ("softhard", "z3-solver", "sympy", "mpmath", "python-flint", "numpy", "networkx", "lark"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def frac_str(x: Fraction) -> str:
+    return f"{x.numerator}/{x.denominator}" if x.denominator != 1 else str(x.numerator)
+
+
+def parse_frac(s, where: str) -> Fraction:
+    try:
+        return Fraction(str(s))
+    except (ValueError, ZeroDivisionError):
+        raise CertificateError(f"{where}: {s!r} is not an exact rational") from None
+
+
+@dataclass
+class ClaimSpec:
+    """One claim to prove: the substituted bound (in n only), tolerance, range, and the nodes using it."""
+
+    id: str
+    expr: sp.Expr
+    tolerance: Fraction
+    n_lo: int
+    n_hi: int | None
+    nodes: list[str] = field(default_factory=list)
+    template: NodeBound | None = None
+
+    def claim(self) -> Claim:
+        return Claim(self.expr, self.tolerance, self.n_lo, self.n_hi, label=self.id)
+
+
+def claim_specs(c: Construction, inv_tau: Fraction, n_lo: int, n_max: int, all_n: bool) -> list[ClaimSpec]:
+    """The distinct claims for construction ``c`` at ``1/τ = inv_tau`` (one per distinct bound)."""
+    subs = c.subs(inv_tau)
+    out: dict[tuple, ClaimSpec] = {}
+    for v, nb in c.bounds.items():
+        b = nb.bound
+        lo = max(n_lo, b.n_min)
+        hi = None if all_n else n_max
+        if hi is not None and lo > hi:
+            continue  # the node is exact on the whole range (only BOS attendable)
+        expr = sp.sympify(b.leak).subs(subs)
+        tol = sp.sympify(b.tolerance).subs(subs)
+        if expr.free_symbols - {n_sym} or not tol.is_Rational:
+            raise ParameterError(f"node {v}: bound has unassigned parameters "
+                                 f"{sorted(map(str, (expr.free_symbols - {n_sym}) | tol.free_symbols))}")
+        key = (sp.srepr(expr), str(tol), lo, hi)
+        if key not in out:
+            out[key] = ClaimSpec(id=f"c{len(out)}", expr=expr, tolerance=Fraction(int(tol.p), int(tol.q)),
+                                 n_lo=lo, n_hi=hi, template=nb)
+        out[key].nodes.append(v)
+    return list(out.values())
+
+
+def node_static(nb: NodeBound, n_lo: int, n_max: int, all_n: bool) -> dict:
+    """The parts of a certificate's node row that are derived from the bound alone (verify
+    regenerates and compares them)."""
+    b = nb.bound
+    return {
+        "node": nb.node, "operator": nb.operator, "layer": nb.layer, "kind": b.kind,
+        "bound": {"srepr": sp.srepr(b.leak), "text": str(b.leak), "latex": latex(b.leak),
+                  "tolerance": str(b.tolerance), "valid_for_n_ge": b.n_min, "source": b.source,
+                  "attained_by": b.attained_by},
+        "condition": (f"{b.kind} error <= {b.tolerance} for every integer n in "
+                      f"[{max(n_lo, b.n_min)}, {'inf' if all_n else n_max}]"
+                      + (f"; for n < {b.n_min} only BOS is attendable and the error is 0" if b.n_min > n_lo else "")),
+    }
+
+
+def construction_static(c: Construction, inv_tau: Fraction) -> dict:
+    """The derived parts of a certificate's ``construction`` section (verify compares them)."""
+    return {
+        "title": c.title, "kind": c.kind, "regime": c.regime,
+        "positional": c.model.positional_name, "bounded_positional": c.model.bounded,
+        "params": {k: frac_str(v) for k, v in c.params.items()},
+        "tau": frac_str(1 / inv_tau), "inv_tau": frac_str(inv_tau),
+        "inv_tau_decimal": mpmath.nstr(mpmath.mpf(inv_tau.numerator) / inv_tau.denominator, 15),
+    }
+
+
+def claim_json(cs: ClaimSpec, r: ClaimResult) -> dict:
+    """A claim and its result as every certificate kind records it (``seconds`` fields are measured)."""
+    sc = r.second_check
+    return {
+        "id": cs.id,
+        "nodes": cs.nodes,
+        "expr_srepr": sp.srepr(cs.expr),
+        "expr_text": str(cs.expr),
+        "tolerance": frac_str(cs.tolerance),
+        "n_lo": cs.n_lo,
+        "n_hi": cs.n_hi,
+        "condition": Claim(cs.expr, cs.tolerance, cs.n_lo, cs.n_hi).text(),
+        "status": r.status,
+        "method": ("z3 (negated claim unsatisfiable on every box of n; exp terms replaced by exact rational "
+                   "enclosures, n real; a box answered 'sat' is only a candidate — its integers were checked "
+                   "rigorously and the box split; the 'unsat' boxes cover the range)") if r.status == "proved" else
+                  ("z3 candidate + arb rigorous evaluation at the counterexample" if r.status == "refuted"
+                   else "z3/arb inconclusive"),
+        "reason": r.reason,
+        "counterexample": r.counterexample,
+        "value_at_counterexample": r.value,
+        "seconds": round(r.seconds, 6),
+        "queries": [{"lo": q.lo, "hi": q.hi, "answer": q.answer, "seconds": round(q.seconds, 6),
+                     "reason": q.reason, "smtlib": q.smtlib} for q in r.queries],
+        "second_check": None if sc is None else {
+            "method": "python-flint arb ball arithmetic with subdivision", "status": sc.status, "boxes": sc.boxes,
+            "seconds": round(sc.seconds, 6), "counterexample": sc.counterexample, "value": sc.value,
+            "reason": sc.reason},
+        "disagreement": r.disagreement,
+    }
+
+
+def graph_data(g: nx.DiGraph) -> dict:
+    """``networkx.node_link_data`` with edges under ``"links"`` (stable across networkx 3.x)."""
+    try:
+        return nx.node_link_data(g, edges="links")
+    except TypeError:  # networkx < 3.4
+        return nx.node_link_data(g)

@@ -1,0 +1,185 @@
+"""Verify by replay: one procedure for every certificate kind (docs/certificates.md).
+
+A certificate is *inputs* (its ``source`` and parameters, the values a search found), *derived*
+fields (everything a proof or a re-computation gives from the inputs) and *measured* fields
+(numeric-run results, timings, library versions; listed per kind in the schema's ``x-measured``).
+:func:`verify`:
+
+1. reads the envelope: ``schema`` and ``schema_version`` (a schema-1 certificate gets one line
+   saying to re-certify), then validates the JSON Schema;
+2. asks the certificate's :class:`Kind` to **replay** it: rebuild the construction from the
+   stored source and parameters, re-derive every bound and text, re-prove each claim at the
+   stated values (no re-search), re-check the premises, and assemble the certificate again with
+   the stored measured fields;
+3. compares the stored and the replayed certificate field by field (:func:`certjson.diff`):
+   every difference outside the measured fields is a problem named by its JSON path;
+4. runs the kind's consistency checks on the measured fields (against each other and the bounds);
+5. recomputes the section hashes (reported after the more specific replay problems).
+
+Nothing in a certificate is therefore trusted except the measured fields, and those only as far
+as their consistency checks go.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Callable, Mapping
+
+import jsonschema
+
+from ..constructions.errors import SofthardError
+from .certjson import canonical, diff, hash_problems, leaves
+
+SCHEMA = "softhard-certificate"
+SCHEMA_VERSION = 2
+SCHEMA_FILE = "certificate-2.schema.json"
+#: schema identifiers of earlier versions: verified no more, answered with one line
+OLD_SCHEMAS = {"softhard-certificate": 1, "softhard-tracr-certificate": 1}
+
+
+@lru_cache(maxsize=1)
+def _schema_text() -> str:
+    return resources.files("softhard.solver").joinpath("schema", SCHEMA_FILE).read_text("utf-8")
+
+
+def schema() -> dict:
+    """The JSON Schema of certificates (draft 2020-12), one for every kind."""
+    return json.loads(_schema_text())
+
+
+def measured_fields(kind: str) -> tuple[str, ...]:
+    """The JSON-path patterns of ``kind``'s measured fields (the schema's ``x-measured``)."""
+    return tuple(schema()["x-measured"]["common"] + schema()["x-measured"].get(kind, []))
+
+
+@dataclass
+class VerifyReport:
+    """``problems``: ``(json path, message)`` pairs, valid iff empty; ``checked``: what was re-done;
+    ``status``: the certificate's stated status; ``seconds``: wall time of the verification."""
+
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+    status: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def add(self, where: str, msg: str) -> None:
+        self.problems.append((where, msg))
+
+    def to_json(self) -> dict:
+        return {"valid": self.ok, "status": self.status,
+                "problems": [{"field": f, "message": m} for f, m in self.problems],
+                "checked": self.checked, "seconds": round(self.seconds, 6)}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of certificate (formula, model, tracr, …): how to replay it.
+
+    * ``inputs(cert)``: every field the replay reads (source, parameters, searched values and the
+      measured fields derived ones depend on), JSON-serialisable — the replay cache key;
+    * ``replay(cert, timeout_s)``: ``(fresh, context)``: the certificate re-assembled from those
+      inputs (without ``hashes``) and whatever the kind's measured checks need (its rebuilt
+      construction); raises :class:`SofthardError` (or anything, for a tampered source) when it
+      cannot be rebuilt;
+    * ``check_measured(cert, context, report)``: consistency checks of the measured fields against
+      each other and the re-derived bounds (optional).
+    """
+
+    name: str
+    inputs: Callable[[dict], object]
+    replay: Callable[[dict, float], tuple[dict, object]]
+    check_measured: Callable[[dict, object, VerifyReport], None] | None = None
+
+
+_REPLAYS: dict[bytes, tuple[dict, object]] = {}
+_REPLAY_CACHE = 16
+
+
+def _replay(kind: Kind, cert: dict, timeout_s: float) -> tuple[dict, object]:
+    key = canonical([kind.name, kind.inputs(cert), timeout_s])
+    if key not in _REPLAYS:
+        if len(_REPLAYS) >= _REPLAY_CACHE:
+            _REPLAYS.pop(next(iter(_REPLAYS)))
+        _REPLAYS[key] = kind.replay(cert, timeout_s)
+    return _REPLAYS[key]
+
+
+def _envelope(cert, rep: VerifyReport) -> bool:
+    if not isinstance(cert, dict):
+        rep.add("<root>", "a certificate is a JSON object")
+        return False
+    sid, ver = cert.get("schema"), cert.get("schema_version")
+    if sid in OLD_SCHEMAS and ver == OLD_SCHEMAS[sid]:
+        rep.add("schema_version", f"schema {ver} certificate ({sid}); re-certify it with this version of softhard "
+                                  f"(schema {SCHEMA_VERSION})")
+        return False
+    if sid != SCHEMA or ver != SCHEMA_VERSION:
+        rep.add("schema", f"not a softhard certificate of schema {SCHEMA_VERSION} (schema {sid!r}, version {ver!r})")
+        return False
+    try:
+        jsonschema.validate(cert, schema())
+    except jsonschema.ValidationError as e:
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path).lstrip(".") or "<root>"
+        rep.add(path, f"schema violation: {e.message[:300]}")
+        return False
+    rep.checked.append("schema")
+    return True
+
+
+def _timed_out(fresh: dict) -> bool:
+    return any(isinstance(v, str) and "timeout" in v and p and p[-1] == "reason" for p, v in leaves(fresh))
+
+
+def clear_replay_cache() -> None:
+    """Forget earlier replays (each verify of an identical certificate otherwise reuses one)."""
+    _REPLAYS.clear()
+
+
+def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float = 20.0) -> VerifyReport:
+    """Verify ``cert`` by replay (module docstring); never raises for a bad certificate — every
+    problem is reported with its JSON path.  ``kinds``: the registry of certificate kinds
+    (:data:`softhard.solver.kinds.KINDS`).  ``timeout_s``: the hard wall-clock limit of each
+    re-run solver query (a re-run that times out is reported, never taken as agreement)."""
+    t0 = time.perf_counter()
+    rep = VerifyReport(status=cert.get("status") if isinstance(cert, dict) else None)
+    if not _envelope(cert, rep):
+        rep.seconds = time.perf_counter() - t0
+        return rep
+    hashes = hash_problems(cert)
+    kind = kinds.get(cert["kind"])
+    if kind is None:
+        rep.add("kind", f"unknown certificate kind {cert['kind']!r} (known: {', '.join(sorted(kinds))})")
+    else:
+        try:
+            fresh, ctx = _replay(kind, cert, timeout_s)
+        except SofthardError as e:
+            rep.add("source", f"cannot replay the certificate: {e}")
+        except Exception as e:  # noqa: BLE001 — a tampered source can fail in many ways; report, never crash
+            rep.add("source", f"cannot replay the certificate: {e.__class__.__name__}: {e}")
+        else:
+            body = {k: v for k, v in cert.items() if k != "hashes"}
+            probs = diff(body, fresh, measured_fields(kind.name))
+            if probs and _timed_out(fresh):
+                probs = [(p, m + " (a re-run solver query timed out: could not be re-checked; try a larger "
+                                  "--timeout)") for p, m in probs]
+            rep.problems.extend(probs)
+            rep.checked.append("replayed from source and parameters: every non-measured field re-derived "
+                               "and compared")
+            if kind.check_measured is not None:
+                try:
+                    kind.check_measured(cert, ctx, rep)
+                    rep.checked.append("measured fields consistent")
+                except (KeyError, TypeError, ValueError, ArithmeticError, AttributeError) as e:
+                    rep.add("measured", f"malformed measured fields ({e.__class__.__name__}: {e})")
+    rep.problems.extend(hashes)
+    rep.checked.append("hashes")
+    rep.seconds = time.perf_counter() - t0
+    return rep
