@@ -39,7 +39,12 @@ class ModelFormatError(SofthardError):
 
 
 class CertificateError(SofthardError):
-    """A certificate is malformed or was tampered with; the message names the field."""
+    """A certificate is malformed or was tampered with; the message names the field, ``path``
+    (when known) is its JSON path (``search.per_bound[0]``)."""
+
+    def __init__(self, message: str, *, path: str | None = None):
+        self.path = path
+        super().__init__(message)
 
 
 class SolverError(SofthardError):

@@ -276,12 +276,13 @@ def found_params(c: Construction, found: list[dict], n_lo: int, n_max: int, all_
     tgs = {tg.nb.node: tg for tg in targets(c, n_lo, n_max, all_n, tune)}
     if sorted(r["node"] for r in found) != sorted(tgs):
         raise CertificateError(f"search.per_bound covers nodes {sorted(r['node'] for r in found)}, the construction's "
-                               f"tuned bounds are {sorted(tgs)}")
+                               f"tuned bounds are {sorted(tgs)}", path="search.per_bound")
     best: dict[str, Fraction] = {}
     for i, r in enumerate(found):
         x = parse_frac(r["inv_tau_certified"], f"search.per_bound[{i}].inv_tau_certified")
         if x <= 0:
-            raise CertificateError(f"search.per_bound[{i}].inv_tau_certified: must be > 0")
+            raise CertificateError(f"search.per_bound[{i}].inv_tau_certified: must be > 0",
+                                   path=f"search.per_bound[{i}].inv_tau_certified")
         p = str(tgs[r["node"]].nb.bound.parameter)
         best[p] = max(best.get(p, x), x)
     inv_tau = best.pop("tau", Fraction(1))
@@ -464,7 +465,7 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, Construction]:
     else:
         inv_tau = parse_frac(con["inv_tau"], "construction.inv_tau")
         if inv_tau <= 0:
-            raise CertificateError("construction.inv_tau: must be > 0")
+            raise CertificateError("construction.inv_tau: must be > 0", path="construction.inv_tau")
     check_range(rng["n_min"], rng["n_max"], Fraction(1), False)
     fresh = assemble(c, inv_tau=inv_tau, n_lo=rng["n_min"], n_max=rng["n_max"], all_n=rng["all_n"],
                      timeout_s=timeout_s, proofs=ProofCache(), found=found, tune=tune, numeric=cert.get("numeric"))

@@ -44,7 +44,7 @@ def parse_frac(s, where: str) -> Fraction:
     try:
         return Fraction(str(s))
     except (ValueError, ZeroDivisionError):
-        raise CertificateError(f"{where}: {s!r} is not an exact rational") from None
+        raise CertificateError(f"{where}: {s!r} is not an exact rational", path=where) from None
 
 
 @dataclass

@@ -56,6 +56,17 @@ def measured_fields(kind: str) -> tuple[str, ...]:
     return tuple(schema()["x-measured"]["common"] + schema()["x-measured"].get(kind, []))
 
 
+def annotation_fields(kind: str) -> tuple[str, ...]:
+    """The JSON-path patterns of ``kind``'s annotations (the schema's ``x-annotations``): provenance
+    text that no claim depends on (the input file's name, its description), copied, not checked."""
+    return tuple(schema()["x-annotations"].get(kind, []))
+
+
+def unchecked_fields(kind: str) -> tuple[str, ...]:
+    """Everything a replay does not compare: measured fields and annotations."""
+    return measured_fields(kind) + annotation_fields(kind)
+
+
 @dataclass
 class VerifyReport:
     """``problems``: ``(json path, message)`` pairs, valid iff empty; ``checked``: what was re-done;
@@ -161,12 +172,12 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float = 20.0) ->
         try:
             fresh, ctx = _replay(kind, cert, timeout_s)
         except SofthardError as e:
-            rep.add("source", f"cannot replay the certificate: {e}")
+            rep.add(getattr(e, "path", None) or "source", f"cannot replay the certificate: {e}")
         except Exception as e:  # noqa: BLE001 — a tampered source can fail in many ways; report, never crash
             rep.add("source", f"cannot replay the certificate: {e.__class__.__name__}: {e}")
         else:
             body = {k: v for k, v in cert.items() if k != "hashes"}
-            probs = diff(body, fresh, measured_fields(kind.name))
+            probs = diff(body, fresh, unchecked_fields(kind.name))
             if probs and _timed_out(fresh):
                 probs = [(p, m + " (a re-run solver query timed out: could not be re-checked; try a larger "
                                   "--timeout)") for p, m in probs]

@@ -1,0 +1,103 @@
+"""Edit every field of a real certificate, one at a time, the way an attacker would (issue 12).
+
+Each edit changes one leaf (a boolean flipped, a number changed, a string changed — an exact
+rational to another rational) or deletes one list item or object key, then recomputes the
+(unkeyed, documented) hashes, so only the replay can catch it.  Fields under the kind's measured
+patterns are skipped: they are the documented exceptions.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from fractions import Fraction
+
+from softhard.solver.certjson import compute_hashes, fmt_path, matches
+from softhard.solver.replay import unchecked_fields
+
+_RATIONAL = re.compile(r"^-?[0-9]+(/[0-9]+)?$")
+
+
+def _edited(v):
+    if isinstance(v, bool):
+        return not v
+    if isinstance(v, int):
+        return v + 1
+    if isinstance(v, float):
+        return v * 1.5 + 1.0
+    if isinstance(v, str):
+        if _RATIONAL.match(v):
+            x = Fraction(v)
+            y = x + Fraction(1, x.denominator) if x != 0 else Fraction(1, 7)
+            return f"{y.numerator}/{y.denominator}" if y.denominator != 1 else str(y.numerator)
+        return v + " (edited)"
+    if v is None:
+        return 1
+    if isinstance(v, list):  # an empty list
+        return [0]
+    return {"edited": 1}  # an empty object
+
+
+def _nodes(obj, path=()):
+    yield path, obj
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _nodes(v, path + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _nodes(v, path + (i,))
+
+
+def _get_parent(cert, path):
+    obj = cert
+    for p in path[:-1]:
+        obj = obj[p]
+    return obj
+
+
+def edits(cert: dict, kind: str, *, deletions: bool = True):
+    """Yield ``(path, description, edited certificate)`` for every edit outside the measured fields
+    and annotations and outside ``hashes`` (the hashes of each edited certificate are recomputed)."""
+    measured = unchecked_fields(kind)
+    body = {k: v for k, v in cert.items() if k != "hashes"}
+    for path, v in _nodes(body):
+        if not path or any(matches(path, p) for p in measured):
+            continue
+        changes = []
+        if not isinstance(v, (dict, list)) or not v:
+            changes.append(("changed", _edited(v)))
+        if deletions:
+            changes.append(("deleted", None))
+        for what, new in changes:
+            c2 = copy.deepcopy(cert)
+            parent = _get_parent(c2, path)
+            if what == "deleted":
+                if isinstance(parent, list):
+                    del parent[path[-1]]
+                else:
+                    del parent[path[-1]]
+            else:
+                parent[path[-1]] = new
+            c2["hashes"] = compute_hashes(c2)
+            yield path, what, c2
+
+
+def undetected(cert: dict, kind: str, verify, *, deletions: bool = True, inputs: tuple[str, ...] = ()) -> list[str]:
+    """The edits ``verify`` accepts or does not locate: an edit must make the certificate invalid,
+    and, unless it lies under one of the ``inputs`` patterns (source and parameters, which show up
+    in the fields derived from them), one reported problem must name its path or a path above or
+    below it."""
+    bad = []
+    for path, what, c2 in edits(cert, kind, deletions=deletions):
+        rep = verify(c2)
+        where = fmt_path(path)
+        if rep.ok:
+            bad.append(f"{where} {what}: accepted")
+            continue
+        if any(matches(path, p) for p in inputs):
+            continue
+        named = [f for f, _ in rep.problems]
+        if not any(f == where or f.startswith(where + ".") or f.startswith(where + "[") or where.startswith(f + ".")
+                   or where.startswith(f + "[") or f in ("<root>", "schema") for f in named):
+            bad.append(f"{where} {what}: rejected but located at {named[:3]}")
+    return bad
