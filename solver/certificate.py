@@ -450,6 +450,8 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, Construction]:
     construction.  Raises :class:`CertificateError`/:class:`ParameterError` for inputs that do
     not rebuild."""
     con, rng = cert["construction"], cert["range"]
+    if not 1 <= rng["n_min"] <= rng["n_max"]:
+        raise CertificateError(f"range: need 1 <= n_min <= n_max, got {rng['n_min']}, {rng['n_max']}", path="range")
     params = {k: parse_frac(v, f"construction.params.{k}") for k, v in con["params"].items()}
     srch = cert.get("search")
     found = None
@@ -466,7 +468,6 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, Construction]:
         inv_tau = parse_frac(con["inv_tau"], "construction.inv_tau")
         if inv_tau <= 0:
             raise CertificateError("construction.inv_tau: must be > 0", path="construction.inv_tau")
-    check_range(rng["n_min"], rng["n_max"], Fraction(1), False)
     fresh = assemble(c, inv_tau=inv_tau, n_lo=rng["n_min"], n_max=rng["n_max"], all_n=rng["all_n"],
                      timeout_s=timeout_s, proofs=ProofCache(), found=found, tune=tune, numeric=cert.get("numeric"))
     return fresh, c
