@@ -8,7 +8,7 @@ patterns are skipped: they are the documented exceptions.
 
 from __future__ import annotations
 
-import copy
+import json
 import re
 from fractions import Fraction
 
@@ -69,7 +69,7 @@ def edits(cert: dict, kind: str, *, deletions: bool = True):
         if deletions:
             changes.append(("deleted", None))
         for what, new in changes:
-            c2 = copy.deepcopy(cert)
+            c2 = json.loads(json.dumps(cert))  # as read from a file: no shared sub-objects
             parent = _get_parent(c2, path)
             if what == "deleted":
                 if isinstance(parent, list):

@@ -1,0 +1,109 @@
+"""Verify by replay (issue 12): every field of a real formula certificate edited, strict JSON
+reading, schema-1 certificates, JSON paths and diffs."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from softhard.constructions.errors import CertificateError
+from softhard.constructions.parse import load_spec
+from softhard.solver.certificate import certify
+from softhard.solver.certjson import MAX_DEPTH, compute_hashes, diff, load_certificate, loads, matches
+from softhard.solver.cli import main
+from softhard.solver.kinds import verify_certificate
+from softhard.solver.pipeline import build
+from softhard.solver.replay import measured_fields
+from tamper import edits, undetected
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+FAST = {"exhaustive_len": 6, "random_count": 64, "random_n_max": 64, "adversarial_ns": (10, 100)}
+#: the replay's inputs: an edit here shows up in the fields derived from it, not at its own path
+INPUTS = ("source", "construction.regime", "construction.params", "range", "search.per_bound[*].node",
+          "search.per_bound[*].inv_tau_certified", "search.params")
+
+
+@pytest.fixture(scope="module")
+def cert():
+    c = build(load_spec(str(EXAMPLES / "tomita4.ltl")), "T")
+    return certify(c, n_max=10**4, find_tau=True, numeric_opts=FAST)
+
+
+def test_every_edit_of_a_formula_certificate_is_rejected(cert):
+    assert verify_certificate(cert).ok
+    n = sum(1 for _ in edits(cert, "formula"))
+    assert n > 500  # every leaf changed and every item/key deleted, outside the measured fields
+    assert undetected(cert, "formula", verify_certificate, inputs=INPUTS) == []
+
+
+def test_measured_fields_are_the_documented_ones(cert):
+    m = measured_fields("formula")
+    assert set(m) >= {"created", "tool", "times", "numeric", "search.per_bound[*].empirical"}
+    # an edit of a measured field that contradicts the bounds is still caught by the consistency checks
+    bad = copy.deepcopy(cert)
+    v = next(iter(bad["numeric"]["nodes"]))
+    bad["numeric"]["nodes"][v]["ratio"] = 0.5
+    bad["hashes"] = compute_hashes(bad)
+    rep = verify_certificate(bad)
+    assert not rep.ok and rep.problems[0][0] == f"numeric.nodes.{v}.ratio"
+
+
+def test_duplicate_key_is_rejected(tmp_path, cert, capsys):
+    text = json.dumps(cert).replace('"status": "proved"', '"status": "refuted", "status": "proved"', 1)
+    p = tmp_path / "dup.json"
+    p.write_text(text)
+    with pytest.raises(CertificateError, match="duplicate key 'status'"):
+        load_certificate(p)
+    assert main(["verify", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "duplicate key" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("const", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_rejected(tmp_path, const, capsys):
+    p = tmp_path / "nan.json"
+    p.write_text('{"schema": "softhard-certificate", "x": %s}' % const)
+    assert main(["verify", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "NaN or Infinity" in err
+
+
+def test_deep_nesting_and_size_are_bounded(tmp_path, capsys, monkeypatch):
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["verify", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"deeper than {MAX_DEPTH}" in err and ":1:65:" in err
+    assert loads("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
+    monkeypatch.setattr("softhard.solver.certjson.MAX_BYTES", 100)
+    q = tmp_path / "big.json"
+    q.write_text(json.dumps({"x": "y" * 200}))
+    assert main(["verify", str(q)]) == 2
+    assert "bytes" in capsys.readouterr().err
+
+
+def test_schema_1_certificate_gets_one_line(tmp_path, capsys):
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps({"schema": "softhard-certificate", "schema_version": 1, "status": "proved"}))
+    assert main(["verify", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "schema 1" in err and "re-certify" in err
+    p.write_text(json.dumps({"schema": "softhard-tracr-certificate", "schema_version": 1}))
+    assert main(["verify", str(p)]) == 2
+    assert "re-certify" in capsys.readouterr().err
+
+
+def test_paths_and_diff():
+    assert matches(("search", "per_bound", 3, "empirical", "n"), "search.per_bound[*].empirical")
+    assert not matches(("search", "per_bound", 3), "search.per_bound[*].empirical")
+    assert matches(("claims", 0, "queries", 2, "seconds"), "claims[*].queries[*].seconds")
+    assert not matches(("claims", 0, "seconds2"), "claims[*].seconds")
+    a = {"x": [1, {"y": "1/4", "z": True}], "t": 1.0}
+    b = {"x": [1, {"y": "1/3", "z": 1}], "t": 1.0 + 1e-12}
+    assert diff(a, b) == [("x[1].y", 'is "1/4", the replay gives "1/3"'), ("x[1].z", "is true, the replay gives 1")]
+    assert diff(a, b, ignore=("x[*].y", "x[1].z")) == []
+    assert [p for p, _ in diff({"a": 1}, {"b": 1})] == ["a", "b"]
+    assert diff([1, 2], [1]) == [("<root>", "has 2 item(s), the replay gives 1")]
