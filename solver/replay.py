@@ -145,8 +145,13 @@ def _envelope(cert, rep: VerifyReport) -> bool:
     return True
 
 
-def _timed_out(fresh: dict) -> bool:
-    return any(isinstance(v, str) and "timeout" in v and p and p[-1] == "reason" for p, v in leaves(fresh))
+#: words in a re-run claim's ``reason`` that mean the replay hit a budget, not a different answer
+BUDGET_WORDS = ("timeout", "time limit", "budget")
+
+
+def _budget_hit(fresh: dict) -> bool:
+    return any(isinstance(v, str) and p and p[-1] == "reason" and any(w in v for w in BUDGET_WORDS)
+               for p, v in leaves(fresh))
 
 
 def clear_replay_cache() -> None:
@@ -178,8 +183,9 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float = 20.0) ->
         else:
             body = {k: v for k, v in cert.items() if k != "hashes"}
             probs = diff(body, fresh, unchecked_fields(kind.name))
-            if probs and _timed_out(fresh):
-                probs = [(p, m + " (a re-run solver query timed out: could not be re-checked; try a larger "
+            if probs and _budget_hit(fresh):
+                probs = [(p, m + " (the replay hit a solver budget — a query's time limit, the box budget or "
+                                  "a claim's time limit — so this could not be re-checked; try a larger "
                                   "--timeout)") for p, m in probs]
             rep.problems.extend(probs)
             rep.checked.append("replayed from source and parameters: every non-measured field re-derived "
