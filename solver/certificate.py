@@ -335,6 +335,7 @@ def assemble(c: Construction, *, inv_tau: Fraction, n_lo: int, n_max: int, all_n
     ``empirical``), or None for a given τ; ``numeric``: the measured numeric section or None.
     Every claim is checked through ``proofs``.  Deterministic in its arguments (measured fields
     aside): :func:`replay` relies on it."""
+    numeric = json.loads(json.dumps(numeric))  # its node rows are copied into nodes[]: no shared objects
     specs = claim_specs(c, inv_tau, n_lo, n_max, all_n)
     results: dict[str, ClaimResult] = {}
     for cs in specs:
