@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import Transformer, run_head
+from .engine import run_head
+from .transformer import Transformer
 
 
 @dataclass

@@ -51,7 +51,7 @@ import networkx as nx
 import numpy as np
 
 from .errors import ModelFormatError, ParameterError
-from .model import Head, Transformer
+from .transformer import Head, Transformer
 
 #: λ, the slope of the ``pe`` comparator's tie-break ``−λ(i − j)``: any λ ≥ 1 is sound; a large one
 #: makes the other positions' weights negligible (``e^{−λ/τ}``) and the fast path's window short
@@ -75,7 +75,7 @@ class CountingHead(Head):
     ``1 ≤ j < i`` scores at least ``slope·(i − j)`` below the row maximum) or ``"parity"`` (query
     ``(f, b)``, key ``(j, −j²/2)``: the key at distance ``k`` from ``C = f/b`` scores ``k²·b/2``
     below the maximum).  The engine
-    (:func:`softhard.constructions.model.run_head`) calls :meth:`fast` first.
+    (:func:`softhard.constructions.engine.run_head`) calls :meth:`fast` first.
     """
 
     shape: str = "uniform"
@@ -371,7 +371,7 @@ def observe_layernorms(model: Transformer, words, inv_tau, *, batch: int = 512):
     ``inv_tau``: number or function of n (used only by the attention heads of the forward pass).
     The float64 rounding of the error itself is covered by the node bound's ``rounding`` allowance.
     """
-    from .model import forward
+    from .engine import forward
     from .simulate import HeadObservation, RunSummary, group_by_length
 
     summary = RunSummary()
@@ -399,7 +399,7 @@ def adversarial_layernorm_words(model: Transformer, n: int, *, max_period: int =
     counterpart, for layer norms, of :func:`softhard.constructions.simulate.adversarial_words`
     (which searches by attention leak).  Periodic words such as ``(ab)^k`` keep the count difference
     in {0, ±1}: the worst case ``g(n) ∈ {0, −1}``.  Returns ``{node: word}`` (empty without LNs)."""
-    from .model import forward
+    from .engine import forward
     from .simulate import periodic_words
 
     if not layernorms(model):

@@ -109,7 +109,7 @@ def matmul(a: RArr, b: RArr) -> RArr:
 @lru_cache(maxsize=64)
 def attend_matrix(mask: str, N: int) -> np.ndarray:
     """Boolean (N, N) attendability (row i = query, column j = key); BOS (column 0) always;
-    the BOS query row (0) attends to BOS only (as :func:`softhard.constructions.model.forward`)."""
+    the BOS query row (0) attends to BOS only (as :func:`softhard.constructions.engine.forward`)."""
     i = np.arange(N)[:, None]
     j = np.arange(N)[None, :]
     m = {"strict_past": j < i, "past": j <= i, "strict_future": j > i, "future": j >= i}.get(mask)

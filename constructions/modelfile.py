@@ -51,8 +51,8 @@ File layout (JSON object; unknown fields are errors, so typos are caught)::
 
 Loading yields a :class:`ModelSpec` (validated, exact); :meth:`ModelSpec.canonical` folds
 biases (into an appended ``__one__`` coordinate, 1 at every position) and keeps ``scale`` exact;
-:meth:`HardModel.transformer` gives the float :class:`~softhard.constructions.model.Transformer`
-that :func:`~softhard.constructions.model.forward` runs hard and soft.
+:meth:`HardModel.transformer` gives the float :class:`~softhard.constructions.transformer.Transformer`
+that :func:`~softhard.constructions.engine.forward` runs hard and soft.
 
 Every validation error is a :class:`ModelFormatError` whose one-line message names the file,
 the field (``layers[1].heads[0].W_Q``) and what was expected.
@@ -75,7 +75,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import ModelFormatError
-from .model import MASKS, MLP, RULES, Block, Head, Transformer
+from .transformer import MASKS, MLP, RULES, Block, Head, Transformer
 
 FORMAT = "softhard-model"
 VERSION = 1

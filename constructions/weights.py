@@ -38,7 +38,7 @@ import numpy as np
 from . import counting
 from .compile import cleaned_nodes, select_nodes
 from .errors import ParameterError
-from .model import MLP, Block, Head, Transformer
+from .transformer import MLP, Block, Head, Transformer
 
 REGIMES = ("T", "U", "P")
 DEFAULT_BETA = Fraction(1, 4)

@@ -225,7 +225,7 @@ _console = stdout_console
 
 def cmd_run(args) -> int:
     from ..bounds.confirm import confirm
-    from ..constructions.model import forward
+    from ..constructions.engine import forward
     from ..constructions.parse import tokenize
     from ..constructions.semantics import truth
 

@@ -30,8 +30,8 @@ import sympy as sp
 
 from ..bounds.composed import hahn_bound
 from ..bounds.core import n as n_sym, tau
+from ..constructions.engine import forward
 from ..constructions.errors import ParameterError
-from ..constructions.model import forward
 from ..constructions.modelfile import HardModel
 from .check import Claim, check_claim
 

@@ -34,11 +34,11 @@ import sympy as sp
 from ..bounds.composed import ComposedBound, HeadPremise, composed_bound
 from ..bounds.core import Bound, eta
 from ..bounds.derive import NodeBound
+from ..constructions.engine import forward
 from ..constructions.errors import CertificateError, ParameterError, SofthardError
 from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS, GapReport,
                                   TieBreak, all_tokens, analyse_gaps, count_words, plan_tie_breaks, read_rows,
                                   same_hard_outputs, tie_break)
-from ..constructions.model import forward
 from ..constructions.modelfile import HardModel, ModelSpec, doc_sha256, model_from_doc
 from .certificate import frac_str, parse_frac
 from .pipeline import Construction

@@ -215,7 +215,7 @@ def _print_gap(spec, rep, title) -> None:
 
 
 def cmd_run_model(args) -> int:
-    from ..constructions.model import forward
+    from ..constructions.engine import forward
     from ..constructions.modelfile import load_model
     from ..constructions.parse import tokenize
     if args.string is None:

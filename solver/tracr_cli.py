@@ -237,8 +237,8 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
 def cmd_run_tracr(args) -> int:
     import numpy as np
 
+    from ..constructions.engine import forward
     from ..constructions.exact import ExactEngine
-    from ..constructions.model import forward
     from ..constructions.parse import tokenize
     from ..constructions.tracr import load_tracr
     tm = load_tracr(args.tracr)

@@ -17,7 +17,7 @@ from softhard.bounds.derive import evaluate
 from softhard.bounds.model_confirm import planted_trial
 from softhard.constructions.exact import ExactEngine, to_float
 from softhard.constructions.gaps import analyse_gaps
-from softhard.constructions.model import forward
+from softhard.constructions.engine import forward
 from softhard.constructions.modelfile import export_transformer, load_model, parse_model
 from softhard.constructions.parse import load_spec
 from softhard.solver.certificate import certify

@@ -14,7 +14,7 @@ import pytest
 
 from softhard.constructions.errors import ModelFormatError
 from softhard.constructions.exact import ExactEngine
-from softhard.constructions.model import forward
+from softhard.constructions.engine import forward
 from softhard.constructions.modelfile import export_transformer, load_model, parse_model
 from softhard.constructions.parse import load_spec
 from softhard.constructions.semantics import truth
@@ -184,7 +184,7 @@ def test_export_roundtrip_equivalent(example, regime, tmp_path):
 
 
 def test_export_table_positional_and_refusal():
-    from softhard.constructions.model import Block, Transformer
+    from softhard.constructions.transformer import Block, Transformer
     E = np.eye(3)
 
     def pe_fixed(n):

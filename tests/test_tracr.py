@@ -20,7 +20,7 @@ import pytest
 
 from softhard.constructions.errors import ModelFormatError
 from softhard.constructions.exact import ExactEngine
-from softhard.constructions.model import forward
+from softhard.constructions.engine import forward
 from softhard.constructions.tracr import UnsupportedModel, from_assembled, load_tracr, parse_labels
 from softhard.constructions.tracr_gaps import analyse
 from softhard.bounds.tracr import logit_table
