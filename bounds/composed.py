@@ -1,7 +1,7 @@
 """Composed soft-vs-hard error bound of a hard-attention transformer (THEORY §2, §6), and Hahn's
 sensitivity bound (THEORY §1).
 
-**Setting.**  A canonical model (:class:`~softhard.constructions.modelfile.HardModel`) is run hard
+**Setting.**  A canonical model (:class:`~softhard.constructions.hard_model.HardModel`) is run hard
 and soft (temperature τ) on the same word of length n.  ``e_a`` bounds ``|x̃_ia − x_ia|`` at every
 position i for residual coordinate a (the embedding is exact: e = 0).  This is THEORY §6's
 recursion kept *per coordinate* — §6 is the special case where every coordinate carries the same
@@ -62,7 +62,8 @@ import networkx as nx
 import numpy as np
 import sympy as sp
 
-from ..constructions.modelfile import CanonHead, HardModel, family_range
+from ..constructions.hard_model import CanonHead, HardModel
+from ..constructions.positional import family_range
 from .core import n, tau
 
 DIGITS = 12

@@ -49,7 +49,7 @@ from fractions import Fraction
 import networkx as nx
 import sympy as sp
 
-from ..constructions.modelfile import HardModel
+from ..constructions.hard_model import HardModel
 from ..constructions.tracr import UnsupportedModel
 from ..constructions.tracr_gaps import CaseStats, HeadStats, MLPStats
 from .composed import (LinForm, _lin_add, _lin_expr, _max_expr, _mlp_step, _spread, _written, activation_boxes,

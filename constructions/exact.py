@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .modelfile import CanonHead, HardModel
+from .hard_model import CanonHead, HardModel
 
 LIM = 1 << 62
 _MIN64 = np.iinfo(np.int64).min

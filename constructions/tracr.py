@@ -59,7 +59,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import ModelFormatError, SofthardError
-from .modelfile import FORMAT, VERSION, HardModel, ModelSpec, parse_model
+from .hard_model import HardModel, ModelSpec
+from .modelfile import FORMAT, VERSION, parse_model
 
 #: digits of the rational enclosure of the effective coldness c/√K (30: the enclosure moves the
 #: largest certified length by less than one for lengths below about 10²⁵)

@@ -1,7 +1,7 @@
 """Model files through the certificate pipeline: gap premises, composed bounds, certify and verify
 (THEORY §6, §8).
 
-``build_model_construction`` turns a :class:`~softhard.constructions.modelfile.ModelSpec` into a
+``build_model_construction`` turns a :class:`~softhard.constructions.hard_model.ModelSpec` into a
 :class:`~softhard.solver.pipeline.Construction` of kind ``"model"``:
 
 1. gap analysis (:mod:`softhard.constructions.gaps`) over words of length ``1..n_max``; a UHA
@@ -39,7 +39,8 @@ from ..constructions.errors import CertificateError, ParameterError, SofthardErr
 from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS, GapReport,
                                   TieBreak, all_tokens, analyse_gaps, count_words, plan_tie_breaks, read_rows,
                                   same_hard_outputs, tie_break)
-from ..constructions.modelfile import HardModel, ModelSpec, doc_sha256, model_from_doc
+from ..constructions.hard_model import HardModel, ModelSpec
+from ..constructions.modelfile import doc_sha256, model_from_doc
 from .certificate import frac_str, parse_frac
 from .pipeline import Construction
 

@@ -416,7 +416,8 @@ def print_model_certificate(cert: dict, path) -> None:
 
 
 def cmd_hahn(args) -> int:
-    from ..constructions.modelfile import export_transformer, load_model, parse_model
+    from ..constructions.model_export import export_transformer
+    from ..constructions.modelfile import load_model, parse_model
     from .hahn import constructions_keep_working, demonstrate, hahn_analysis, parse_change_at
     from .pipeline import build
 

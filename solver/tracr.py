@@ -70,7 +70,8 @@ from ..constructions.engine import forward
 from ..constructions.errors import CertificateError, ParameterError, SofthardError
 from ..constructions.exact import ExactEngine, to_float
 from ..constructions.gaps import all_tokens
-from ..constructions.modelfile import HardModel, doc_sha256, model_from_doc
+from ..constructions.hard_model import HardModel
+from ..constructions.modelfile import doc_sha256, model_from_doc
 from ..constructions.tracr import TracrModel, bos_convention, sqrt_ratio_enclosure
 from ..constructions.tracr_gaps import CaseStats, Stats, analyse as exact_stats
 from .certificate import ClaimSpec, VerifyReport, _canon, _claim_json, _verify_claim, _versions, schema_and_hashes
