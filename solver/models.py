@@ -1,7 +1,7 @@
 """Model files through the certificate pipeline: gap premises, composed bounds, certify and verify
 (THEORY §6, §8).
 
-``build_model_construction`` turns a :class:`~softhard.constructions.hard_model.ModelSpec` into a
+``build_model_construction`` turns a :class:`~softhard.constructions.modelfile.ModelSpec` into a
 :class:`~softhard.solver.pipeline.Construction` of kind ``"model"``:
 
 1. gap analysis (:mod:`softhard.constructions.gaps`) over words of length ``1..n_max``; a UHA

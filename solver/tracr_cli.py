@@ -65,7 +65,7 @@ def _g(x, digits: int = 6) -> str:
 
 def cmd_certify_tracr(args) -> int:
 
-    from ..constructions.tracr import load_tracr
+    from ..constructions.tracr_load import load_tracr
     from .certificate import write_certificate
     from .tracr import certify_tracr
 
@@ -240,7 +240,7 @@ def cmd_run_tracr(args) -> int:
     from ..constructions.engine import forward
     from ..constructions.exact import ExactEngine
     from ..constructions.parse import tokenize
-    from ..constructions.tracr import load_tracr
+    from ..constructions.tracr_load import load_tracr
     tm = load_tracr(args.tracr)
     hm = tm.hard_model()
     # space-separated tokens (Tracr vocabularies may have multi-character tokens), else characters
