@@ -143,7 +143,7 @@ def _construction(spec: ModelSpec, hm: HardModel, premises: dict[str, HeadPremis
 
 def check_epsilon(epsilon) -> Fraction:
     """ε as an exact positive Fraction (raises :class:`ParameterError`)."""
-    from ..constructions.weights import to_fraction
+    from ..constructions.parameters import to_fraction
     e = to_fraction(epsilon, "--epsilon")
     if e <= 0:
         raise ParameterError(f"--epsilon must be > 0, got {epsilon}")

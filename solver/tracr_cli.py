@@ -74,7 +74,7 @@ def cmd_certify_tracr(args) -> int:
                              "minimum temperature is always reported")
     eps = "margin"
     if getattr(args, "epsilon", None) not in (None, "margin"):
-        from ..constructions.weights import to_fraction
+        from ..constructions.parameters import to_fraction
         eps = to_fraction(args.epsilon, "--epsilon")
         if eps <= 0:
             raise ParameterError(f"--epsilon must be > 0, got {args.epsilon}")
