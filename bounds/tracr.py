@@ -52,9 +52,9 @@ import sympy as sp
 from ..constructions.hard_model import HardModel
 from ..constructions.tracr import UnsupportedModel
 from ..constructions.tracr_gaps import CaseStats, HeadStats, MLPStats
-from .composed import (LinForm, _lin_add, _lin_expr, _max_expr, _mlp_step, _spread, _written, activation_boxes,
-                       down, up)
 from .core import n, tau
+from .intervals import activation_boxes, down, up
+from .propagation import LinForm, lin_add, lin_expr, max_expr, mlp_step, spread, written_error
 
 
 def fs(x: Fraction | None) -> str | None:
@@ -202,7 +202,7 @@ def _count(off: int, a: int) -> sp.Expr:
 def leak_expr(premise: tuple[CaseStats, CaseStats]) -> sp.Expr:
     """``Θ(n, τ)``: the structured leak bound of one head from its (BOS competitor, BOS in argmax)
     premise (module docstring).  0 when no row ever has a competitor.  Gaps are rounded *down* to
-    12 significant digits (:func:`softhard.bounds.composed.down`), keeping the bound rigorous."""
+    12 significant digits (:func:`softhard.bounds.intervals.down`), keeping the bound rigorous."""
     cb, ca = premise
     parts = []
     if cb.rows and cb.a_min is not None:
@@ -383,12 +383,12 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
             theta = leak_expr(premises[h.name])
             idx = len(atoms)
             atoms.append(theta)
-            D = _spread(h, box)
-            w = _written(h, e, D, idx)
+            D = spread(h, box)
+            w = written_error(h, e, D, idx)
             for b in range(d):
-                new[b] = _lin_add(new[b], w[b])
+                new[b] = lin_add(new[b], w[b])
             node = f"head:{h.name}"
-            err = _max_expr(w, atoms)
+            err = max_expr(w, atoms)
             cb, ca = premises[h.name]
             g.add_node(node, kind="attn", layer=li, head=h.name, mask=h.mask, rule=h.rule,
                        bos_competitor=str(cb.to_json()), bos_in_argmax=str(ca.to_json()),
@@ -399,7 +399,7 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
                              "spread": {hm.labels[b]: fs(x) for b, x in enumerate(D) if x}}
         e = new
         if hs:
-            g.add_node(add_node, kind="residual-add", layer=li, error=str(_max_expr(e, atoms)))
+            g.add_node(add_node, kind="residual-add", layer=li, error=str(max_expr(e, atoms)))
             g.add_edge(prev, add_node)
             prev = add_node
         for m in ms:
@@ -408,7 +408,7 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
             node = f"L{li}.{m.name}"
             if not dirty:
                 mlps[m.name] = {"rule": "exact (reads no error-carrying coordinate)", "node": node}
-                g.add_node(node, kind="ffn", layer=li, rule="exact", error=str(_max_expr(e, atoms)))
+                g.add_node(node, kind="ffn", layer=li, rule="exact", error=str(max_expr(e, atoms)))
                 g.add_edge(prev, node)
                 prev = node
                 continue
@@ -417,30 +417,30 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
             if disc is not None:
                 dz: LinForm = {}
                 for a, c in disc.direction.items():
-                    dz = _lin_add(dz, e[a], abs(c))
+                    dz = lin_add(dz, e[a], abs(c))
                 out = [dict(f) for f in e]
                 for b, s in disc.slopes.items():
                     if s:
-                        out[b] = _lin_add(out[b], dz, s)
-                cond = _lin_expr(dz, atoms)
+                        out[b] = lin_add(out[b], dz, s)
+                cond = lin_expr(dz, atoms)
                 if disc.r_min is not None:  # None: no kink off the hard values, every input error is tolerated
                     conditions[m.name] = (cond, disc.r_min)
                 mlps[m.name] = {"rule": "discretisation", "node": node, "analysis": disc, "dz": cond}
                 g.add_node(node, kind="ffn", layer=li, rule="discretisation", r_min=fs(disc.r_min),
                            condition=f"{cond} <= {fs(disc.r_min)}" if disc.r_min is not None else "none",
                            slopes=str({hm.labels[b]: fs(s) for b, s in disc.slopes.items() if s}),
-                           error=str(_max_expr(out, atoms)))
+                           error=str(max_expr(out, atoms)))
                 e = out
             else:
-                e, groups = _mlp_step(m, e)
+                e, groups = mlp_step(m, e)
                 why = "several error directions" if ctx is not None else "no hard contexts known"
                 mlps[m.name] = {"rule": f"lipschitz ({why})", "node": node, "analysis": disc}
-                g.add_node(node, kind="ffn", layer=li, rule=f"lipschitz ({why})", error=str(_max_expr(e, atoms)))
+                g.add_node(node, kind="ffn", layer=li, rule=f"lipschitz ({why})", error=str(max_expr(e, atoms)))
             g.add_edge(prev, node)
             prev = node
     outputs = {}
     for o in hm.outputs:
-        expr = _max_expr([e[c] for c in o.coords], atoms)
+        expr = max_expr([e[c] for c in o.coords], atoms)
         node = f"out:{o.name}"
         g.add_node(node, kind="output", layer=len(hm.heads), type=o.type,
                    coordinates=[hm.labels[c] for c in o.coords], error=str(expr))

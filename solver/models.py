@@ -155,7 +155,7 @@ def epsilon_from_margin(rep: GapReport) -> Fraction:
     outputs (``0.999·margin`` rounded down to 6 significant digits), so that error ≤ ε leaves every
     rounded output unchanged.  Raises :class:`ParameterError` if there is no such output or the
     margin is 0 (a hard output exactly at its threshold)."""
-    from ..bounds.composed import down
+    from ..bounds.intervals import down
     ms = [o.margin for o in rep.outputs.values() if o.margin is not None]
     if not ms:
         raise ParameterError("--epsilon margin needs a boolean or categorical output")

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from softhard.bounds.composed import HeadPremise, composed_bound, down, hahn_bound, up
+from softhard.bounds.composed import HeadPremise, composed_bound, hahn_bound
 from softhard.bounds.core import n as n_sym, tau
 from softhard.bounds.derive import evaluate
+from softhard.bounds.intervals import down, up
 from softhard.bounds.model_confirm import planted_trial
 from softhard.constructions.engine import forward
 from softhard.constructions.exact import ExactEngine, to_float
