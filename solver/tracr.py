@@ -63,9 +63,9 @@ import sympy as sp
 from ..bounds.core import n as n_sym
 from ..bounds.core import tau
 from ..bounds.derive import evaluate, latex
-from ..bounds.tracr import (LogitTable, TracrBound, compose, discretising_rule, fs, generic_leak_expr, key_size_rule,
-                            logit_table, max_sw_count, selector_width_contexts, selector_width_decoder,
-                            token_determined)
+from ..bounds.tracr import LogitTable, TracrBound, compose, fs, generic_leak_expr, logit_table
+from ..bounds.tracr_extrapolation import (discretising_rule, key_size_rule, max_sw_count, selector_width_contexts,
+                                          selector_width_decoder, token_determined)
 from ..constructions.engine import forward
 from ..constructions.errors import CertificateError, ParameterError, SofthardError
 from ..constructions.exact import ExactEngine, to_float
