@@ -35,8 +35,8 @@ import numpy as np
 
 from softhard.bounds.derive import derive, required_inv_tau
 from softhard.constructions.compile import compile_formula
-from softhard.constructions.model import forward, forward_pair, run_head
-from softhard.constructions.model import keep_freed_memory
+from softhard.constructions.engine import forward, forward_pair, run_head
+from softhard.constructions.engine import keep_freed_memory
 from softhard.constructions.parse import parse_formula
 from softhard.constructions.weights import build_transformer
 
@@ -132,7 +132,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
-    keep_freed_memory()  # reuse freed arrays instead of faulting in fresh pages (see model.py)
+    keep_freed_memory()  # reuse freed arrays instead of faulting in fresh pages (see constructions/engine.py)
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table

@@ -43,7 +43,7 @@ import numpy as np
 from softhard.bounds.confirm import compare
 from softhard.bounds.derive import derive, required_inv_tau
 from softhard.constructions.compile import compile_formula
-from softhard.constructions.model import keep_freed_memory
+from softhard.constructions.engine import keep_freed_memory
 from softhard.constructions.parse import parse_formula
 from softhard.constructions.simulate import RunSummary, adversarial_words, observe
 from softhard.constructions.weights import build_transformer
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the report as JSON to this file")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
-    keep_freed_memory()  # reuse freed arrays instead of faulting in fresh pages (see model.py)
+    keep_freed_memory()  # reuse freed arrays instead of faulting in fresh pages (see constructions/engine.py)
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table

@@ -36,7 +36,8 @@ def random_trials(quick: bool) -> list[dict]:
 
 
 def generic_vs_specialised(quick: bool) -> list[dict]:
-    from softhard.constructions.modelfile import export_transformer, parse_model
+    from softhard.constructions.model_export import export_transformer
+    from softhard.constructions.modelfile import parse_model
     from softhard.constructions.parse import load_spec
     from softhard.solver.certificate import certify
     from softhard.solver.models import build_model_construction, certify_model
@@ -74,7 +75,8 @@ def generic_vs_specialised(quick: bool) -> list[dict]:
 
 
 def hahn_table(quick: bool) -> list[dict]:
-    from softhard.constructions.modelfile import export_transformer, parse_model
+    from softhard.constructions.model_export import export_transformer
+    from softhard.constructions.modelfile import parse_model
     from softhard.constructions.parse import load_spec
     from softhard.solver.hahn import constructions_keep_working, demonstrate, hahn_analysis
     from softhard.solver.pipeline import build

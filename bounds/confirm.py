@@ -27,8 +27,8 @@ import mpmath
 
 from ..constructions.adversarial import key_pattern_leak
 from ..constructions.counting import observe_layernorms
-from ..constructions.model import Transformer
 from ..constructions.simulate import RunSummary, leak_rounding_allowance, observe
+from ..constructions.transformer import Transformer
 from .derive import NodeBound
 
 

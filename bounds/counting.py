@@ -1,7 +1,7 @@
 """Symbolic error bounds of the counting constructions (THEORY §2 gap lemma, §5 counting).
 
 Registers the bound rules of the graph ops ``uniform``, ``compare`` and ``parity`` in
-:data:`softhard.bounds.derive.BOUND_RULES` (importing this module is enough; ``derive`` does it).
+:data:`softhard.bounds.rules.BOUND_RULES` (importing this module is enough; ``derive`` does it).
 The constructions are described in :mod:`softhard.constructions.counting`.  Notation: a comparator
 decides ``g(i) ≥ 0`` for an integer ``g = Σ a_k C_k(i) + c`` from
 ``F(i) = (g(i) + ½)/(i+1)``; ``|F| ≥ 1/(2(i+1)) ≥ 1/(2(n+1))`` — the resolution ``1/(2(n+1))``
@@ -45,7 +45,7 @@ import networkx as nx
 import sympy as sp
 
 from .core import HALF, U64, Bound, beta, eps_ln, eta, gap_lemma, n, tau
-from .derive import bound_rule
+from .rules import bound_rule
 from .selection import inv_tau_star_generic
 
 #: θ splitting ρ between the BOS term and the geometric tail in the comparator closed forms

@@ -19,8 +19,10 @@ import mpmath
 import networkx as nx
 import sympy as sp
 
+from . import counting  # noqa: F401  (registers the counting bound rules)
 from . import selection as S
 from .core import Bound, beta, eta, n, tau
+from .rules import BOUND_RULES, bound_rule
 
 DPS = 50
 
@@ -78,18 +80,6 @@ def in_tau(b: Bound, fixed: dict | None = None) -> sp.Expr:
     return e if b.parameter == tau else e.subs(b.parameter, tau)
 
 
-#: ``op -> rule(graph, node_id, regime) -> Bound | None`` (None: the node is exact, no claim)
-BOUND_RULES: dict = {}
-
-
-def bound_rule(op: str):
-    """Register the function that gives the :class:`Bound` of attention nodes with ``op``."""
-    def deco(fn):
-        BOUND_RULES[op] = fn
-        return fn
-    return deco
-
-
 @bound_rule("select")
 def _selection_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
     # regime P (THEORY §5 parity PE) builds its selections exactly as regime U
@@ -100,7 +90,7 @@ def _selection_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
 def derive(g: nx.DiGraph, regime: str) -> dict[str, NodeBound]:
     """Per attention node of ``g`` (and per other node whose op has a rule, e.g. a layer-norm
     comparator): its bound (THEORY §4 selections, §5 counting via :mod:`softhard.bounds.counting`;
-    other kinds via :data:`BOUND_RULES`).  Returns ``{node id: NodeBound}`` in topological order;
+    other kinds via :data:`softhard.bounds.rules.BOUND_RULES`).  Returns ``{node id: NodeBound}`` in topological order;
     nodes whose rule returns None (exact nodes) are omitted.  Raises ``ValueError`` for an unknown
     regime or an attention node without a rule.
     """
@@ -229,5 +219,3 @@ def required_inv_tau_many(expr: sp.Expr, n_values, *, eta_value=Fraction(1, 4), 
             break
     return np.where(always, 0.0, hi)
 
-
-from . import counting as _counting  # noqa: E402,F401  (registers the counting bound rules)

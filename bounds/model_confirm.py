@@ -15,9 +15,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..constructions.engine import forward
 from ..constructions.exact import ExactEngine, to_float
 from ..constructions.gaps import analyse_gaps
-from ..constructions.model import forward
 from ..constructions.modelfile import parse_model
 from ..constructions.random_models import plant_gaps, random_model_doc
 from .composed import HeadPremise, composed_bound

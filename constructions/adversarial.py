@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import Transformer, run_head
+from .engine import run_head
+from .errors import ModelFormatError
+from .transformer import Transformer
 
 
 @dataclass
@@ -56,7 +58,6 @@ def key_pattern_leak(model: Transformer, head_name: str, key_label: str, n: int,
     """
     head = next((h for b in model.blocks for h in b.heads if h.name == head_name), None)
     if head is None:
-        from .errors import ModelFormatError
         raise ModelFormatError(f"no head named {head_name!r}")
     k = model.index(key_label)
     x0 = model.embed(np.ones((1, n), dtype=np.int64))

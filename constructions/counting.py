@@ -50,8 +50,11 @@ from fractions import Fraction
 import networkx as nx
 import numpy as np
 
+from .engine import forward
 from .errors import ModelFormatError, ParameterError
-from .model import Head, Transformer
+from .parameters import to_fraction
+from .simulate import HeadObservation, RunSummary, group_by_length, periodic_words
+from .transformer import Head, Transformer
 
 #: λ, the slope of the ``pe`` comparator's tie-break ``−λ(i − j)``: any λ ≥ 1 is sound; a large one
 #: makes the other positions' weights negligible (``e^{−λ/τ}``) and the fast path's window short
@@ -75,7 +78,7 @@ class CountingHead(Head):
     ``1 ≤ j < i`` scores at least ``slope·(i − j)`` below the row maximum) or ``"parity"`` (query
     ``(f, b)``, key ``(j, −j²/2)``: the key at distance ``k`` from ``C = f/b`` scores ``k²·b/2``
     below the maximum).  The engine
-    (:func:`softhard.constructions.model.run_head`) calls :meth:`fast` first.
+    (:func:`softhard.constructions.engine.run_head`) calls :meth:`fast` first.
     """
 
     shape: str = "uniform"
@@ -371,9 +374,6 @@ def observe_layernorms(model: Transformer, words, inv_tau, *, batch: int = 512):
     ``inv_tau``: number or function of n (used only by the attention heads of the forward pass).
     The float64 rounding of the error itself is covered by the node bound's ``rounding`` allowance.
     """
-    from .model import forward
-    from .simulate import HeadObservation, RunSummary, group_by_length
-
     summary = RunSummary()
     if not layernorms(model):
         return summary
@@ -399,9 +399,6 @@ def adversarial_layernorm_words(model: Transformer, n: int, *, max_period: int =
     counterpart, for layer norms, of :func:`softhard.constructions.simulate.adversarial_words`
     (which searches by attention leak).  Periodic words such as ``(ab)^k`` keep the count difference
     in {0, ±1}: the worst case ``g(n) ∈ {0, −1}``.  Returns ``{node: word}`` (empty without LNs)."""
-    from .model import forward
-    from .simulate import periodic_words
-
     if not layernorms(model):
         return {}
     cands = periodic_words(model.alphabet, n, max_period)
@@ -415,7 +412,6 @@ def adversarial_layernorm_words(model: Transformer, n: int, *, max_period: int =
 
 def check_eps_ln(eps) -> Fraction:
     """ε_LN as an exact Fraction ≥ 0; raise :class:`ParameterError` otherwise (THEORY §5 (a))."""
-    from .weights import to_fraction
     e = to_fraction(eps, "eps_ln")
     if e < 0:
         raise ParameterError(f"eps_ln must be >= 0 (layer-norm epsilon; 0 is exact), got {e}")

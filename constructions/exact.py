@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .modelfile import CanonHead, HardModel
+from .hard_model import CanonHead, HardModel
 
 LIM = 1 << 62
 _MIN64 = np.iinfo(np.int64).min
@@ -109,7 +109,7 @@ def matmul(a: RArr, b: RArr) -> RArr:
 @lru_cache(maxsize=64)
 def attend_matrix(mask: str, N: int) -> np.ndarray:
     """Boolean (N, N) attendability (row i = query, column j = key); BOS (column 0) always;
-    the BOS query row (0) attends to BOS only (as :func:`softhard.constructions.model.forward`)."""
+    the BOS query row (0) attends to BOS only (as :func:`softhard.constructions.engine.forward`)."""
     i = np.arange(N)[:, None]
     j = np.arange(N)[None, :]
     m = {"strict_past": j < i, "past": j <= i, "strict_future": j > i, "future": j >= i}.get(mask)

@@ -34,7 +34,8 @@ import numpy as np
 
 from .errors import ParameterError
 from .exact import ExactEngine, ExactRun, HeadRows
-from .modelfile import ONE, POS, CanonHead, HardModel, MLPSpec, PEFeature, zeros
+from .hard_model import ONE, POS, CanonHead, HardModel, MLPSpec, zeros
+from .positional import PEFeature
 
 DEFAULT_EXHAUSTIVE_LIMIT = 20_000
 DEFAULT_SEARCH_WORDS = 20_000

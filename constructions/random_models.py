@@ -18,7 +18,7 @@ import numpy as np
 
 from .gaps import analyse_gaps
 from .modelfile import parse_model
-from .model import MASKS
+from .transformer import MASKS
 
 
 def _q(rng, shape, levels=(-2, -1, 0, 0, 1, 2), step=Fraction(1, 4)) -> list:

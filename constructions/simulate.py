@@ -18,7 +18,9 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from .model import EXP_FLUSH, Transformer, _run, forward
+from .engine import forward, forward_pass
+from .softmax import EXP_FLUSH
+from .transformer import Transformer
 
 U64 = np.finfo(np.float64).eps / 2  # unit roundoff of float64
 
@@ -172,7 +174,7 @@ def _batches(ws: list, n: int, batch: int, max_positions: int):
 
 def _observe_batch(model: Transformer, chunk: list, n: int, it: float, path: str, out_ix: int):
     tok = model.encode(chunk)
-    soft, _, hcols = _run(model, tok, soft=True, inv_tau=it, path=path, chunk=None, keep_residuals=False,
+    soft, _, hcols = forward_pass(model, tok, soft=True, inv_tau=it, path=path, chunk=None, keep_residuals=False,
                           pair=True, hard_columns=[out_ix])
     heads = {}
     for name, tr in soft.heads.items():
@@ -202,7 +204,7 @@ def observe(model: Transformer, words: Sequence[Sequence[str]], inv_tau: float |
     ``max_output_deviation`` records the largest difference (float rounding in the clean-up MLPs).
     Words of one length run in batches of at most ``batch`` words and ``max_positions`` positions
     (so memory stays bounded at any n); the hard and soft models run together
-    (:func:`softhard.constructions.model.forward_pair`).  ``workers`` > 1 runs batches in that
+    (:func:`softhard.constructions.engine.forward_pair`).  ``workers`` > 1 runs batches in that
     many threads (NumPy releases the GIL); the summary is the same for any ``workers``.
     Shapes: words are sequences of alphabet symbols.  Raises ``ParameterError`` for bad input.
     """

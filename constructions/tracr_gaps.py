@@ -33,7 +33,7 @@ import numpy as np
 from .errors import ParameterError
 from .exact import ExactEngine, RArr, add, attend_matrix, matmul, normalize
 from .gaps import all_tokens, count_words
-from .modelfile import HardModel
+from .hard_model import HardModel
 
 _MIN64 = np.iinfo(np.int64).min
 _MAX64 = np.iinfo(np.int64).max

@@ -38,7 +38,8 @@ import numpy as np
 from . import counting
 from .compile import cleaned_nodes, select_nodes
 from .errors import ParameterError
-from .model import MLP, Block, Head, Transformer
+from .parameters import to_fraction
+from .transformer import MLP, Block, Head, Transformer
 
 REGIMES = ("T", "U", "P")
 DEFAULT_BETA = Fraction(1, 4)
@@ -67,32 +68,6 @@ def check_eta(eta) -> Fraction:
     if not (0 < e < Fraction(1, 2)):
         raise ParameterError(f"eta must satisfy 0 < eta < 1/2 (THEORY §3), got {e}")
     return e
-
-
-def to_fraction(x, what: str = "value") -> Fraction:
-    """Parse ``x`` (int, Fraction, or a string like ``"1/4"``, ``"0.25"``, ``"1e-3"``) exactly.
-
-    Floats are accepted only through their decimal string (``0.1`` means 1/10), never their binary
-    value.  Raises :class:`ParameterError` for NaN, infinities and unparsable text, naming ``what``.
-    """
-    if isinstance(x, Fraction):
-        return x
-    if isinstance(x, bool):
-        raise ParameterError(f"{what}: expected a number, got {x!r}")
-    if isinstance(x, int):
-        return Fraction(x)
-    if isinstance(x, float):
-        if not np.isfinite(x):
-            raise ParameterError(f"{what} must be a finite number, got {x!r}")
-        x = repr(x)
-    if hasattr(x, "p") and hasattr(x, "q"):  # sympy Rational
-        return Fraction(int(x.p), int(x.q))
-    s = str(x).strip()
-    try:
-        v = Fraction(s)
-    except (ValueError, ZeroDivisionError):
-        raise ParameterError(f"{what}: {s!r} is not a finite number (use e.g. 1/4, 0.25 or 2e-3)") from None
-    return v
 
 
 def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAULT_ETA,

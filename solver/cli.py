@@ -17,7 +17,7 @@ import mpmath
 import numpy as np
 
 from ..constructions.errors import ParameterError, SofthardError
-from ..constructions.weights import to_fraction
+from ..constructions.parameters import to_fraction
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -225,7 +225,7 @@ _console = stdout_console
 
 def cmd_run(args) -> int:
     from ..bounds.confirm import confirm
-    from ..constructions.model import forward
+    from ..constructions.engine import forward
     from ..constructions.parse import tokenize
     from ..constructions.semantics import truth
 

@@ -30,9 +30,9 @@ import sympy as sp
 
 from ..bounds.composed import hahn_bound
 from ..bounds.core import n as n_sym, tau
+from ..constructions.engine import forward
 from ..constructions.errors import ParameterError
-from ..constructions.model import forward
-from ..constructions.modelfile import HardModel
+from ..constructions.hard_model import HardModel
 from .check import Claim, check_claim
 
 SAFETY = Fraction(1, 10**9)

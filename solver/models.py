@@ -34,12 +34,13 @@ import sympy as sp
 from ..bounds.composed import ComposedBound, HeadPremise, composed_bound
 from ..bounds.core import Bound, eta
 from ..bounds.derive import NodeBound
+from ..constructions.engine import forward
 from ..constructions.errors import CertificateError, ParameterError, SofthardError
 from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS, GapReport,
                                   TieBreak, all_tokens, analyse_gaps, count_words, plan_tie_breaks, read_rows,
                                   same_hard_outputs, tie_break)
-from ..constructions.model import forward
-from ..constructions.modelfile import HardModel, ModelSpec, doc_sha256, model_from_doc
+from ..constructions.hard_model import HardModel, ModelSpec
+from ..constructions.modelfile import doc_sha256, model_from_doc
 from .certificate import frac_str, parse_frac
 from .pipeline import Construction
 
@@ -142,7 +143,7 @@ def _construction(spec: ModelSpec, hm: HardModel, premises: dict[str, HeadPremis
 
 def check_epsilon(epsilon) -> Fraction:
     """ε as an exact positive Fraction (raises :class:`ParameterError`)."""
-    from ..constructions.weights import to_fraction
+    from ..constructions.parameters import to_fraction
     e = to_fraction(epsilon, "--epsilon")
     if e <= 0:
         raise ParameterError(f"--epsilon must be > 0, got {epsilon}")
@@ -154,7 +155,7 @@ def epsilon_from_margin(rep: GapReport) -> Fraction:
     outputs (``0.999·margin`` rounded down to 6 significant digits), so that error ≤ ε leaves every
     rounded output unchanged.  Raises :class:`ParameterError` if there is no such output or the
     margin is 0 (a hard output exactly at its threshold)."""
-    from ..bounds.composed import down
+    from ..bounds.intervals import down
     ms = [o.margin for o in rep.outputs.values() if o.margin is not None]
     if not ms:
         raise ParameterError("--epsilon margin needs a boolean or categorical output")

@@ -215,7 +215,7 @@ def _print_gap(spec, rep, title) -> None:
 
 
 def cmd_run_model(args) -> int:
-    from ..constructions.model import forward
+    from ..constructions.engine import forward
     from ..constructions.modelfile import load_model
     from ..constructions.parse import tokenize
     if args.string is None:
@@ -416,7 +416,8 @@ def print_model_certificate(cert: dict, path) -> None:
 
 
 def cmd_hahn(args) -> int:
-    from ..constructions.modelfile import export_transformer, load_model, parse_model
+    from ..constructions.model_export import export_transformer
+    from ..constructions.modelfile import load_model, parse_model
     from .hahn import constructions_keep_working, demonstrate, hahn_analysis, parse_change_at
     from .pipeline import build
 
@@ -425,7 +426,8 @@ def cmd_hahn(args) -> int:
     if args.formula is not None and args.regime != "T":
         raise ParameterError(f"hahn analyses the bounded-PE construction (regime T); regime {args.regime} has "
                              "unbounded positional embeddings, where Hahn's lemma does not apply (THEORY §1)")
-    from ..constructions.weights import check_eta, to_fraction
+    from ..constructions.parameters import to_fraction
+    from ..constructions.weights import check_eta
     eta = check_eta(to_fraction(args.eta, "--eta"))
     change = parse_change_at(args.change_at)
     spec_f = None

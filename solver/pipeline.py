@@ -20,8 +20,8 @@ from ..bounds.derive import NodeBound, derive, evaluate, in_tau, required_inv_ta
 from ..constructions.compile import check_comparator, compile_formula
 from ..constructions.counting import check_eps_ln
 from ..constructions.errors import CertificateError
-from ..constructions.model import Transformer
 from ..constructions.parse import FormulaSpec, parse_formula
+from ..constructions.transformer import Transformer
 from ..constructions.weights import DEFAULT_BETA, DEFAULT_ETA, build_transformer, check_beta, check_eta, check_regime
 
 

@@ -63,14 +63,15 @@ import sympy as sp
 from ..bounds.core import n as n_sym
 from ..bounds.core import tau
 from ..bounds.derive import evaluate, latex
-from ..bounds.tracr import (LogitTable, TracrBound, compose, discretising_rule, fs, generic_leak_expr, key_size_rule,
-                            logit_table, max_sw_count, selector_width_contexts, selector_width_decoder,
-                            token_determined)
+from ..bounds.tracr import LogitTable, TracrBound, compose, fs, generic_leak_expr, logit_table
+from ..bounds.tracr_extrapolation import (discretising_rule, key_size_rule, max_sw_count, selector_width_contexts,
+                                          selector_width_decoder, token_determined)
+from ..constructions.engine import forward
 from ..constructions.errors import CertificateError, ParameterError, SofthardError
 from ..constructions.exact import ExactEngine, to_float
 from ..constructions.gaps import all_tokens
-from ..constructions.model import forward
-from ..constructions.modelfile import HardModel, doc_sha256, model_from_doc
+from ..constructions.hard_model import HardModel
+from ..constructions.modelfile import doc_sha256, model_from_doc
 from ..constructions.tracr import TracrModel, bos_convention, sqrt_ratio_enclosure
 from ..constructions.tracr_gaps import CaseStats, Stats, analyse as exact_stats
 from .certificate import ClaimSpec, VerifyReport, _canon, _claim_json, _verify_claim, _versions, schema_and_hashes

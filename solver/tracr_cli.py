@@ -65,7 +65,7 @@ def _g(x, digits: int = 6) -> str:
 
 def cmd_certify_tracr(args) -> int:
 
-    from ..constructions.tracr import load_tracr
+    from ..constructions.tracr_load import load_tracr
     from .certjson import write_certificate
     from .tracr import certify_tracr
 
@@ -74,7 +74,7 @@ def cmd_certify_tracr(args) -> int:
                              "minimum temperature is always reported")
     eps = "margin"
     if getattr(args, "epsilon", None) not in (None, "margin"):
-        from ..constructions.weights import to_fraction
+        from ..constructions.parameters import to_fraction
         eps = to_fraction(args.epsilon, "--epsilon")
         if eps <= 0:
             raise ParameterError(f"--epsilon must be > 0, got {args.epsilon}")
@@ -237,10 +237,10 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
 def cmd_run_tracr(args) -> int:
     import numpy as np
 
+    from ..constructions.engine import forward
     from ..constructions.exact import ExactEngine
-    from ..constructions.model import forward
     from ..constructions.parse import tokenize
-    from ..constructions.tracr import load_tracr
+    from ..constructions.tracr_load import load_tracr
     tm = load_tracr(args.tracr)
     hm = tm.hard_model()
     # space-separated tokens (Tracr vocabularies may have multi-character tokens), else characters

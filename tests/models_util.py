@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from softhard.constructions.modelfile import ModelSpec, family_value
+from softhard.constructions.hard_model import ModelSpec
+from softhard.constructions.positional import family_value
 
 
 def _vecmat(v, M):

@@ -11,8 +11,8 @@ import pytest
 
 from softhard.constructions.ast import subformulas
 from softhard.constructions.compile import compile_formula, select_nodes
+from softhard.constructions.engine import forward
 from softhard.constructions.errors import FormulaError, ParameterError
-from softhard.constructions.model import forward
 from softhard.constructions.parse import parse_formula
 from softhard.constructions.semantics import truth
 from softhard.constructions.weights import build_transformer

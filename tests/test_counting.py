@@ -18,8 +18,8 @@ from softhard.bounds.derive import evaluate, in_tau, required_inv_tau
 from softhard.constructions.ast import Compare, Linear, Parity
 from softhard.constructions.compile import compile_formula
 from softhard.constructions.counting import PE_SLOPE, layernorm_error
+from softhard.constructions.engine import forward
 from softhard.constructions.errors import FormulaSyntaxError, ParameterError, SolverError
-from softhard.constructions.model import forward
 from softhard.constructions.parse import load_spec, parse_formula, parse_spec
 from softhard.constructions.semantics import truth
 from softhard.solver.check import Claim, check_claim

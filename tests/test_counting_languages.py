@@ -21,7 +21,7 @@ import pytest
 
 from counting_oracles import COUNTING_LANGUAGES, length_grid, near_words, random_words
 from languages import EXAMPLES
-from softhard.constructions.model import forward
+from softhard.constructions.engine import forward
 from softhard.constructions.parse import load_spec
 from softhard.solver.certificate import certify
 from softhard.solver.pipeline import build

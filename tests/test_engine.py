@@ -1,4 +1,4 @@
-"""The numeric engine (constructions/model.py): dense and structured attention paths agree, the
+"""The numeric engine (constructions/engine.py and its attention paths): dense and structured attention paths agree, the
 structured path is accurate at 1/τ = 10^7 (against the dense path and an exact/mpmath
 reference), the dense path does not depend on its chunk size, the engine falls back to dense when
 the score structure does not hold, and the observation runs do not depend on batching/threads.
@@ -12,12 +12,15 @@ import mpmath
 import numpy as np
 import pytest
 
-from softhard.constructions import model as M
 from softhard.constructions.compile import compile_formula
+from softhard.constructions.engine import HeadTrace, forward, forward_pair, run_head
 from softhard.constructions.errors import ParameterError
-from softhard.constructions.model import MASKS, RULES, Block, Head, Transformer, forward, forward_pair, run_head
 from softhard.constructions.parse import parse_formula
+from softhard.constructions.residual import embed_cols
 from softhard.constructions.simulate import leak_rounding_allowance, observe, random_words
+from softhard.constructions.softmax import exp_flush
+from softhard.constructions.structured_attention import affine_scan
+from softhard.constructions.transformer import MASKS, RULES, Block, Head, Transformer, mask_matrix
 from softhard.constructions.weights import build_transformer
 
 U = np.finfo(np.float64).eps / 2
@@ -40,7 +43,7 @@ def _abs_floor(N: int) -> float:
     return (10 * N + 64) * (N + 1) * 2.0 ** -1016
 
 
-def _assert_same_head(td: M.HeadTrace, ts: M.HeadTrace, inv_tau: float, N: int) -> None:
+def _assert_same_head(td: HeadTrace, ts: HeadTrace, inv_tau: float, N: int) -> None:
     """Structured trace ``ts`` against the dense reference ``td`` on the same residual stream."""
     assert td.path == "dense" and ts.path == "structured"
     np.testing.assert_array_equal(ts.ties, td.ties)
@@ -165,7 +168,7 @@ def test_hand_heads_all_masks_and_rules_with_ties(mask, rule):
         m = _hand_model(mask, rule, c, slope)
         for n in (1, 2, 9, 64):
             tok = rng.integers(1, 4, size=(3, n))
-            x = M._embed_cols(m, tok).transpose(1, 2, 0)
+            x = embed_cols(m, tok).transpose(1, 2, 0)
             h = m.blocks[0].heads[0]
             for inv_tau in (0.25, 1.0, 3.0, 1e7):
                 td = run_head(h, x, soft=True, inv_tau=inv_tau, path="dense")
@@ -192,7 +195,7 @@ def test_hand_heads_dense_reference_definition():
                         W_O=np.zeros((dv, d)), mask=mask, rule=rule)
             tr = run_head(head, x, soft=True, inv_tau=0.7, path="dense", chunk=5)
             Q, K, V = x @ head.W_Q, x @ head.W_K, x @ head.W_V
-            valid = M._mask_matrix(mask, np.arange(N), N)
+            valid = mask_matrix(mask, np.arange(N), N)
             for b in range(B):
                 for i in range(N):
                     s = Q[b, i] @ K[b].T
@@ -225,7 +228,7 @@ def test_dense_uha_pick_with_many_ties(mask, rule):
     head = Head(name="t", W_Q=np.array([[1.0], [0.0], [0.0]]), W_K=np.array([[0.0], [1.0], [0.0]]),
                 W_V=np.array([[0.0], [0.0], [1.0]]), W_O=np.zeros((1, 3)), mask=mask, rule=rule)
     tr = run_head(head, x, soft=False, inv_tau=None, path="dense", chunk=7)
-    valid = M._mask_matrix(mask, np.arange(N), N)
+    valid = mask_matrix(mask, np.arange(N), N)
     wide = 0
     for b in range(B):
         for i in range(N):
@@ -240,7 +243,7 @@ def test_dense_uha_pick_with_many_ties(mask, rule):
 def test_column_caches_follow_writes():
     """A key column read by a block-0 head, rewritten by the MLP, then read by a block-1 head: the
     engine's per-column caches (discrete levels, max |x|) must not serve the old values."""
-    from softhard.constructions.model import MLP
+    from softhard.constructions.transformer import MLP
 
     for mask in ("strict_past", "none", "future"):
         slope = -1.0 if mask == "future" else 1.0
@@ -272,7 +275,7 @@ def test_fallback_when_query_weight_varies_on_a_continuous_key():
     h = m.blocks[0].heads[0]
     h2 = Head(name="g", W_Q=np.eye(5)[:, [3]], W_K=np.eye(5)[:, [3]] * 0.01, W_V=h.W_V, W_O=h.W_O,
               mask="strict_past", rule="AHA")
-    x = M._embed_cols(m, np.random.default_rng(0).integers(1, 4, size=(2, 30))).transpose(1, 2, 0)
+    x = embed_cols(m, np.random.default_rng(0).integers(1, 4, size=(2, 30))).transpose(1, 2, 0)
     tr = run_head(h2, x, soft=True, inv_tau=2.0)
     assert tr.path == "dense"
     with pytest.raises(ParameterError, match="structured form"):
@@ -286,7 +289,7 @@ def test_fallback_when_a_decreases_towards_the_query(mask):
     slope = 1.0 if mask in ("strict_future", "future") else -1.0
     m = _hand_model(mask, "UHA-rightmost", 2.0, slope)
     h = m.blocks[0].heads[0]
-    x = M._embed_cols(m, np.random.default_rng(1).integers(1, 4, size=(2, 40))).transpose(1, 2, 0)
+    x = embed_cols(m, np.random.default_rng(1).integers(1, 4, size=(2, 40))).transpose(1, 2, 0)
     tr = run_head(h, x, soft=True, inv_tau=1.5)
     assert tr.path == "dense"
     with pytest.raises(ParameterError):
@@ -300,7 +303,7 @@ def test_fallback_when_too_many_groups():
     WQ = np.zeros((5, 1)); WQ[3, 0] = 1.0  # query weight pos_i on the key: varies
     WK = np.zeros((5, 1)); WK[4, 0] = 1.0  # key: val, many values
     h2 = Head(name="v", W_Q=WQ, W_K=WK, W_V=h.W_V, W_O=h.W_O, mask="strict_past", rule="AHA")
-    x = M._embed_cols(m, np.random.default_rng(2).integers(1, 4, size=(1, 50))).transpose(1, 2, 0)
+    x = embed_cols(m, np.random.default_rng(2).integers(1, 4, size=(1, 50))).transpose(1, 2, 0)
     assert run_head(h2, x, soft=False, inv_tau=None).path == "dense"
 
 
@@ -337,7 +340,7 @@ def _exact_leak_rows(x: np.ndarray, head: Head, rows, inv_tau: float, b: int = 0
     F = np.vectorize(Fraction, otypes=[object])
     xq = F(x[b]) @ F(head.W_Q)
     xk = F(x[b]) @ F(head.W_K)
-    valid = M._mask_matrix(head.mask, np.arange(N), N)
+    valid = mask_matrix(head.mask, np.arange(N), N)
     out = []
     with mpmath.workdps(60):
         lam = mpmath.mpf(Fraction(inv_tau).numerator) / Fraction(inv_tau).denominator
@@ -368,7 +371,7 @@ def test_large_inv_tau_structured_vs_dense_and_exact(mask):
     n = 48
     tok = rng.integers(1, 4, size=(2, n))
     tok[1, :] = 2  # one long run of key = 1: the adversarial row
-    x = M._embed_cols(m, tok).transpose(1, 2, 0)
+    x = embed_cols(m, tok).transpose(1, 2, 0)
     td = run_head(h, x, soft=True, inv_tau=inv_tau, path="dense")
     ts = run_head(h, x, soft=True, inv_tau=inv_tau, path="structured")
     _assert_same_head(td, ts, inv_tau, n + 1)
@@ -423,7 +426,7 @@ def test_affine_scan_matches_sequential(m):
     alpha[rng.random(m) < 0.05] = 0.0  # resets (row breaks)
     alpha[rng.random(m) < 0.05] = 1.0
     betas = [rng.random(m), rng.normal(size=m)]
-    got = M._affine_scan(alpha, betas)
+    got = affine_scan(alpha, betas)
     for beta, g in zip(betas, got):
         want = np.empty(m)
         z = 0.0
@@ -435,7 +438,7 @@ def test_affine_scan_matches_sequential(m):
 
 def test_exp_flush():
     x = np.array([0.0, -1.0, -700.0, -705.0, -705.5, -1e6, -np.inf])
-    got = M._exp_flush(x)
+    got = exp_flush(x)
     np.testing.assert_array_equal(got[:4], np.exp(x[:4]))
     np.testing.assert_array_equal(got[4:], 0.0)
 

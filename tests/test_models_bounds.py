@@ -11,14 +11,16 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from softhard.bounds.composed import HeadPremise, composed_bound, down, hahn_bound, up
+from softhard.bounds.composed import HeadPremise, composed_bound, hahn_bound
 from softhard.bounds.core import n as n_sym, tau
 from softhard.bounds.derive import evaluate
+from softhard.bounds.intervals import down, up
 from softhard.bounds.model_confirm import planted_trial
+from softhard.constructions.engine import forward
 from softhard.constructions.exact import ExactEngine, to_float
 from softhard.constructions.gaps import analyse_gaps
-from softhard.constructions.model import forward
-from softhard.constructions.modelfile import export_transformer, load_model, parse_model
+from softhard.constructions.model_export import export_transformer
+from softhard.constructions.modelfile import load_model, parse_model
 from softhard.constructions.parse import load_spec
 from softhard.solver.certificate import certify
 from softhard.solver.hahn import constructions_keep_working, demonstrate, hahn_analysis

@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from softhard.constructions.engine import forward
 from softhard.constructions.errors import ModelFormatError
 from softhard.constructions.exact import ExactEngine
-from softhard.constructions.model import forward
-from softhard.constructions.modelfile import export_transformer, load_model, parse_model
+from softhard.constructions.model_export import export_transformer
+from softhard.constructions.modelfile import load_model, parse_model
 from softhard.constructions.parse import load_spec
 from softhard.constructions.semantics import truth
 from softhard.solver.cli import main
@@ -184,7 +185,7 @@ def test_export_roundtrip_equivalent(example, regime, tmp_path):
 
 
 def test_export_table_positional_and_refusal():
-    from softhard.constructions.model import Block, Transformer
+    from softhard.constructions.transformer import Block, Transformer
     E = np.eye(3)
 
     def pe_fixed(n):

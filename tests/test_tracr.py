@@ -18,11 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from softhard.constructions.engine import forward
 from softhard.constructions.errors import ModelFormatError
 from softhard.constructions.exact import ExactEngine
-from softhard.constructions.model import forward
-from softhard.constructions.tracr import UnsupportedModel, from_assembled, load_tracr, parse_labels
+from softhard.constructions.tracr import UnsupportedModel, parse_labels
 from softhard.constructions.tracr_gaps import analyse
+from softhard.constructions.tracr_load import from_assembled, load_tracr
 from softhard.bounds.tracr import logit_table
 from softhard.solver.cli import main
 

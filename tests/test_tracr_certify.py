@@ -19,7 +19,7 @@ from pathlib import Path
 import mpmath
 import pytest
 
-from softhard.constructions.tracr import load_tracr
+from softhard.constructions.tracr_load import load_tracr
 from softhard.solver.certificate import load_certificate, verify_certificate, write_certificate
 from softhard.solver.cli import main
 from softhard.solver.tracr import certify_tracr, compute_hashes, verify_tracr

@@ -19,7 +19,7 @@ import pytest
 
 from languages import EXAMPLES, LANGUAGES, MAX_EXHAUSTIVE, random_words
 from softhard.bounds.derive import required_inv_tau_many
-from softhard.constructions.model import forward
+from softhard.constructions.engine import forward
 from softhard.constructions.parse import load_spec
 from softhard.solver.pipeline import build
 

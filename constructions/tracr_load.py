@@ -1,0 +1,409 @@
+"""Read compiled Tracr transformers: an export (``NAME.json`` + ``NAME.npz``, see
+``../shared/tracr-models/README.md``) or, when the ``tracr`` package happens to be importable, a
+live ``AssembledTransformerModel`` (duck-typed; tracr is *not* a dependency).  Both are validated
+into a :class:`~softhard.constructions.tracr.TracrModel`, which maps them onto softhard's model
+format (the mapping is described in :mod:`softhard.constructions.tracr`).
+
+Every problem with the input is a :class:`~softhard.constructions.errors.ModelFormatError` whose
+one-line message names the file and the field; a well-formed model the mapping does not support
+raises :class:`~softhard.constructions.tracr.UnsupportedModel`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import ModelFormatError
+from .tracr import TracrModel, UnsupportedModel, bos_convention, parse_labels
+
+# ---------------------------------------------------------------------------------------------
+# reading an export
+
+
+class _Err:
+    def __init__(self, path: str):
+        self.path = path
+
+    def __call__(self, where: str, msg: str) -> ModelFormatError:
+        return ModelFormatError(f"{self.path}: {where}: {msg}")
+
+
+def _resolve(path: str | os.PathLike) -> tuple[Path, Path]:
+    p = Path(path)
+    if p.is_dir():
+        raise ModelFormatError(f"{p}: is a directory; give the model as NAME, NAME.json or NAME.npz "
+                               "(e.g. ../shared/tracr-models/frac_prevs)")
+    stem = p.with_suffix("") if p.suffix in (".json", ".npz") else p
+    return stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".npz")
+
+
+def _get(meta: dict, key: str, err: _Err, types, what: str, where: str | None = None):
+    if key not in meta:
+        raise err(where or key, f"missing (expected {what})")
+    v = meta[key]
+    allowed = types if isinstance(types, tuple) else (types,)
+    if not isinstance(v, allowed) or (isinstance(v, bool) and bool not in allowed):
+        raise err(where or key, f"expected {what}, got {json.dumps(v)[:60]}")
+    return v
+
+
+def _pos_int(meta: dict, key: str, err: _Err, where: str) -> int:
+    v = _get(meta, key, err, int, "a positive integer", where)
+    if v < 1:
+        raise err(where, f"expected a positive integer, got {v}")
+    return v
+
+
+def load_tracr(path: str | os.PathLike) -> TracrModel:
+    """Read and validate a Tracr export: ``path`` is ``NAME``, ``NAME.json`` or ``NAME.npz``
+    (both files must exist side by side).  Returns a :class:`TracrModel`.
+
+    Raises :class:`ModelFormatError` (one line naming the file and the field) for unreadable
+    files, invalid JSON, missing fields or arrays, shapes that disagree with the config, non-finite
+    weights, labels that do not parse, an ``unembed.w`` that is not the 0/1 projection onto the
+    output labels, inconsistent temperatures; :class:`UnsupportedModel` for layer norm or a
+    non-ReLU activation.
+    """
+    jp, zp = _resolve(path)
+    try:
+        raw = jp.read_bytes()
+    except OSError as e:
+        raise ModelFormatError(f"{jp}: cannot read ({e.strerror or e})") from None
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ModelFormatError(f"{jp}: not UTF-8 text (a Tracr export's metadata is JSON)") from None
+    except json.JSONDecodeError as e:
+        raise ModelFormatError(f"{jp}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})") from None
+    if not isinstance(meta, dict):
+        raise ModelFormatError(f"{jp}: expected a JSON object")
+    try:
+        zraw = zp.read_bytes()
+        with np.load(zp, allow_pickle=False) as z:
+            arrays = {k: np.array(z[k]) for k in z.files}
+    except OSError as e:
+        raise ModelFormatError(f"{zp}: cannot read ({e.strerror or e}); a Tracr export is NAME.json plus "
+                               "NAME.npz") from None
+    except (ValueError, EOFError) as e:
+        raise ModelFormatError(f"{zp}: not a readable .npz archive ({e.__class__.__name__}: {e})") from None
+    files = {str(jp): hashlib.sha256(raw).hexdigest(), str(zp): hashlib.sha256(zraw).hexdigest()}
+    return _build(meta, arrays, json_path=str(jp), npz_path=str(zp), files=files, source=str(jp.with_suffix("")))
+
+
+def _build(meta: dict, arrays: dict[str, np.ndarray], *, json_path: str, npz_path: str, files: dict,
+           source: str, coldness_source: str = "softmax_coldness_nominal") -> TracrModel:
+    ej, ez = _Err(json_path), _Err(npz_path)
+    vocab = _get(meta, "vocab", ej, list, "a list of token strings")
+    if not vocab or not all(isinstance(t, str) and t for t in vocab) or len(set(vocab)) != len(vocab):
+        raise ej("vocab", "expected a non-empty list of distinct non-empty strings")
+    max_len = _pos_int(meta, "max_seq_len", ej, "max_seq_len")
+    bos = _get(meta, "bos_token", ej, str, "a string")
+    pad = meta.get("pad_token")
+    if pad is not None and not isinstance(pad, str):
+        raise ej("pad_token", f"expected a string, got {json.dumps(pad)}")
+    enc = _get(meta, "input_encoding", ej, dict, "an object token -> id")
+    for t in [bos] + vocab:
+        if t not in enc:
+            raise ej("input_encoding", f"has no id for token {t!r}")
+    for t, v in enc.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ej(f"input_encoding.{t}", f"expected a non-negative integer id, got {json.dumps(v)}")
+    if len(set(enc.values())) != len(enc):
+        raise ej("input_encoding", "two tokens share an id")
+    for t in vocab:
+        if t in (bos, pad):
+            raise ej("vocab", f"token {t!r} is also the BOS/PAD token")
+    vocab_sorted = tuple(sorted(vocab, key=lambda t: enc[t]))
+    cfg = _get(meta, "config", ej, dict, "an object (num_layers, num_heads, key_size, mlp_hidden_size, causal)")
+    L = _pos_int(cfg, "num_layers", ej, "config.num_layers")
+    H = _pos_int(cfg, "num_heads", ej, "config.num_heads")
+    K = _pos_int(cfg, "key_size", ej, "config.key_size")
+    M = _pos_int(cfg, "mlp_hidden_size", ej, "config.mlp_hidden_size")
+    causal = cfg.get("causal", False)
+    if not isinstance(causal, bool):
+        raise ej("config.causal", f"expected true or false, got {json.dumps(causal)}")
+    if meta.get("layer_norm", cfg.get("layer_norm", False)) not in (False, None):
+        raise UnsupportedModel(f"{json_path}: layer_norm: layer normalisation is not part of softhard's model format")
+    act = meta.get("activation", "relu")
+    if act != "relu":
+        raise UnsupportedModel(f"{json_path}: activation: only relu MLPs are supported, got {json.dumps(act)}")
+    labels = _get(meta, "residual_labels", ej, list, "a list of residual labels")
+    blocks = parse_labels(labels, where=f"{json_path}: residual_labels")
+    d = len(labels)
+    if "d_model" in meta and meta["d_model"] != d:
+        raise ej("d_model", f"{meta['d_model']} but residual_labels has {d} labels")
+    # temperature
+    c_raw = _get(meta, "softmax_coldness_nominal", ej, (int, float), "a positive number")
+    if not math.isfinite(c_raw) or c_raw <= 0:
+        raise ej("softmax_coldness_nominal", f"expected a positive number, got {c_raw}")
+    c = Fraction(c_raw)
+    mlp_ex = meta.get("mlp_exactness")
+    if mlp_ex is not None and (not isinstance(mlp_ex, (int, float)) or isinstance(mlp_ex, bool) or mlp_ex <= 0):
+        raise ej("mlp_exactness", f"expected a positive number, got {json.dumps(mlp_ex)}")
+    # arrays
+    V = max(enc.values()) + 1
+    want: dict[str, tuple[int, ...]] = {"token_embed.embeddings": (V, d), "pos_embed.embeddings": (max_len + 1, d)}
+    for li in range(L):
+        p = f"layer_{li}."
+        for nm in ("query", "key", "value"):
+            want[p + f"attn.{nm}.w"] = (d, H * K)
+            want[p + f"attn.{nm}.b"] = (H * K,)
+        want[p + "attn.linear.w"] = (H * K, d)
+        want[p + "attn.linear.b"] = (d,)
+        want[p + "mlp.linear_1.w"] = (d, M)
+        want[p + "mlp.linear_1.b"] = (M,)
+        want[p + "mlp.linear_2.w"] = (M, d)
+        want[p + "mlp.linear_2.b"] = (d,)
+    why = {"token_embed.embeddings": "input_encoding ids × d_model", "pos_embed.embeddings": "max_seq_len+1 × d_model"}
+    for name, shape in want.items():
+        if name not in arrays:
+            raise ez(name, f"missing array (config.num_layers = {L} needs it)" if name.startswith("layer_")
+                     else "missing array")
+        a = arrays[name]
+        if a.dtype.kind not in "fiub":
+            raise ez(name, f"non-numeric dtype {a.dtype}")
+        if a.shape != shape:
+            hint = why.get(name) or _shape_hint(name)
+            raise ez(name, f"expected shape {shape} ({hint}), got {a.shape}")
+        a = a.astype(np.float64)
+        if not np.all(np.isfinite(a)):
+            bad = [int(i) for i in np.argwhere(~np.isfinite(a))[0]]
+            raise ez(name, f"contains a non-finite number at {bad}")
+        arrays[name] = a
+    lam = float(c) / math.sqrt(K)
+    if "softmax_coldness_effective" in meta:
+        v = meta["softmax_coldness_effective"]
+        if not isinstance(v, (int, float)) or not math.isclose(v, lam, rel_tol=1e-9):
+            raise ej("softmax_coldness_effective", f"{v} but softmax_coldness_nominal/sqrt(config.key_size) = {lam!r}")
+    if "attn_logit_scale" in meta:
+        v = meta["attn_logit_scale"]
+        if not isinstance(v, (int, float)) or not math.isclose(v, 1 / math.sqrt(K), rel_tol=1e-9):
+            raise ej("attn_logit_scale", f"{v} but 1/sqrt(config.key_size) = {1 / math.sqrt(K)!r}")
+    extra = sorted(set(arrays) - set(want) - {"unembed.w"})
+    if extra:
+        m = re.match(r"^layer_(\d+)\.", extra[0])
+        if m and int(m.group(1)) >= L:
+            raise ez(extra[0], f"belongs to a layer beyond config.num_layers = {L}")
+        raise ez(extra[0], "is not a parameter of this model (unknown array)")
+    if "param_arrays" in meta:
+        pa = meta["param_arrays"]
+        if not isinstance(pa, dict):
+            raise ej("param_arrays", "expected an object name -> shape")
+        for name, shp in pa.items():
+            if name in arrays and list(arrays[name].shape) != shp:
+                raise ej(f"param_arrays.{name}", f"says shape {shp}, {npz_path} has {list(arrays[name].shape)}")
+    # output
+    out_labels = _get(meta, "output_residual_labels", ej, list, "a list of residual labels")
+    if not out_labels:
+        raise ej("output_residual_labels", "is empty")
+    coords = []
+    for k, lab in enumerate(out_labels):
+        if lab not in labels:
+            raise ej(f"output_residual_labels[{k}]", f"{lab!r} is not a residual label")
+        coords.append(labels.index(lab))
+    if "output_residual_indices" in meta and meta["output_residual_indices"] != coords:
+        raise ej("output_residual_indices", f"{meta['output_residual_indices']} but the labels are at {coords}")
+    categorical = _get(meta, "output_is_categorical", ej, bool, "true or false")
+    label = meta.get("program_label") or meta.get("program") or Path(source).name
+    if not isinstance(label, str) or not label:
+        raise ej("program_label", "expected a non-empty string")
+    if categorical:
+        oe = _get(meta, "output_encoding", ej, dict, "an object class -> output index")
+        idx = sorted(oe.items(), key=lambda kv: kv[1])
+        if [v for _, v in idx] != list(range(len(out_labels))):
+            raise ej("output_encoding", f"indices must be 0..{len(out_labels) - 1} (one per output label)")
+        classes = [k for k, _ in idx]
+        if len(coords) < 2:
+            raise ej("output_residual_labels", "a categorical output needs at least 2 labels")
+    else:
+        if len(coords) != 1:
+            raise ej("output_residual_labels", f"a numerical output has one label, got {len(coords)}")
+        classes = []
+    if "unembed.w" in arrays:
+        U = arrays["unembed.w"]
+        P = np.zeros((d, len(coords)))
+        for k, a in enumerate(coords):
+            P[a, k] = 1.0
+        if U.shape != P.shape:
+            raise ez("unembed.w", f"expected shape {P.shape} (d_model × output labels), got {U.shape}")
+        if not np.array_equal(U, P):
+            raise ez("unembed.w", "is not the 0/1 projection onto output_residual_labels (softhard reads outputs "
+                                  "as residual coordinates)")
+    # examples
+    examples = meta.get("examples", [])
+    if not isinstance(examples, list):
+        raise ej("examples", "expected a list")
+    for i, ex in enumerate(examples):
+        if not isinstance(ex, dict) or not isinstance(ex.get("input"), list) or "rasp" not in ex:
+            raise ej(f"examples[{i}]", "expected an object with 'input' (list of tokens) and 'rasp'")
+        for t in ex["input"]:
+            if t not in vocab:
+                raise ej(f"examples[{i}].input", f"token {t!r} is not in vocab")
+        if len(ex["input"]) > max_len or not ex["input"]:
+            raise ej(f"examples[{i}].input", f"length {len(ex['input'])} outside 1..max_seq_len = {max_len}")
+        if not isinstance(ex["rasp"], list) or len(ex["rasp"]) != len(ex["input"]):
+            raise ej(f"examples[{i}].rasp", "expected one value per input token")
+    token_rows = np.zeros((len(vocab_sorted) + 1, d))
+    E = arrays["token_embed.embeddings"]
+    token_rows[0] = E[enc[bos]]
+    for k, t in enumerate(vocab_sorted):
+        token_rows[k + 1] = E[enc[t]]
+    arrays["token_embed.rows"] = token_rows
+    tm = TracrModel(name=str(meta.get("program") or Path(source).name), label=label, source=source,
+                    vocab=vocab_sorted, bos=bos, pad=pad, max_seq_len=max_len, num_layers=L, num_heads=H,
+                    key_size=K, mlp_hidden_size=M, causal=causal, coldness=c, coldness_source=coldness_source,
+                    mlp_exactness=None if mlp_ex is None else int(mlp_ex), labels=list(labels), blocks=blocks,
+                    arrays=arrays,
+                    output={"name": label, "categorical": categorical, "labels": list(out_labels), "coords": coords,
+                            "classes": classes},
+                    examples=examples, sops=meta.get("sops") or {}, modules=meta.get("modules") or [], files=files)
+    tm.to_doc()  # maps eagerly: the notes and any problem surface at load time
+    spec = tm.spec()
+    msg = bos_convention(spec.canonical())
+    if msg:
+        raise UnsupportedModel(f"{source}: {msg}")
+    return tm
+
+
+def _shape_hint(name: str) -> str:
+    if name.endswith((".query.w", ".key.w", ".value.w")):
+        return "d_model × num_heads·key_size"
+    if name.endswith((".query.b", ".key.b", ".value.b")):
+        return "num_heads·key_size"
+    if name.endswith("linear.w") and ".attn." in name:
+        return "num_heads·key_size × d_model"
+    if name.endswith("linear_1.w"):
+        return "d_model × mlp_hidden_size"
+    if name.endswith("linear_1.b"):
+        return "mlp_hidden_size"
+    if name.endswith("linear_2.w"):
+        return "mlp_hidden_size × d_model"
+    return "d_model"
+
+
+# ---------------------------------------------------------------------------------------------
+# a live tracr object (optional; duck-typed)
+
+
+def tracr_available() -> bool:
+    """True when the ``tracr`` package can be imported (it is never required)."""
+    import importlib.util
+    return importlib.util.find_spec("tracr") is not None
+
+
+def from_assembled(model: Any, *, name: str = "tracr-model", output: str | None = None,
+                   coldness: float | None = None, examples: Sequence[Sequence[str]] = ()) -> TracrModel:
+    """A :class:`TracrModel` from a live compiled model (tracr's ``AssembledTransformerModel``;
+    duck-typed, so tracr need not be installed to call this on an equivalent object).
+
+    Reads ``model.params`` (``token_embed``/``pos_embed`` ``embeddings``,
+    ``transformer/layer_i/attn/{query,key,value,linear}`` and ``transformer/layer_i/mlp/linear_{1,2}``
+    ``w``/``b``), ``model.model_config`` (``num_heads``, ``num_layers``, ``key_size``,
+    ``mlp_hidden_size``, ``causal``, ``layer_norm``), ``model.residual_labels``,
+    ``model.input_encoder`` (``encoding_map``, ``bos_token``, ``pad_token``) and
+    ``model.output_encoder`` (``decoding_map`` for a categorical output; numerical otherwise).
+
+    ``output``: the output sop's label (its residual block); inferred for a categorical output as
+    the block whose values are the decoder's classes, required for a numerical one.
+    ``coldness``: the nominal softmax coldness; default: inferred as the largest ``|W_Q W_Kᵀ|``
+    entry over all heads (Tracr's selectors score selected keys at exactly the coldness).
+    ``examples``: input words whose outputs :func:`softhard.solver.tracr.confirm` will compare with
+    ``model.apply`` when it exists.  Raises like :func:`load_tracr` (file name ``<live model>``).
+    """
+    where = f"<live model {name}>"
+    err = _Err(where)
+    for attr in ("params", "model_config", "residual_labels", "input_encoder"):
+        if not hasattr(model, attr):
+            raise err(attr, "missing (expected a tracr AssembledTransformerModel)")
+    params = model.params
+    cfgo = model.model_config
+    cfg = {}
+    for k in ("num_layers", "num_heads", "key_size", "mlp_hidden_size"):
+        if not hasattr(cfgo, k):
+            raise err(f"model_config.{k}", "missing")
+        cfg[k] = int(getattr(cfgo, k))
+    cfg["causal"] = bool(getattr(cfgo, "causal", False))
+    ie = model.input_encoder
+    enc = dict(getattr(ie, "encoding_map", {}) or {})
+    bos, pad = getattr(ie, "bos_token", None), getattr(ie, "pad_token", None)
+    if not enc or bos is None:
+        raise err("input_encoder", "needs encoding_map and bos_token")
+    vocab = [t for t in enc if t not in (bos, pad)]
+    labels = [str(s) for s in model.residual_labels]
+    arrays: dict[str, np.ndarray] = {}
+
+    def grab(key: str, sub: str, name_: str):
+        try:
+            arrays[name_] = np.asarray(params[key][sub], dtype=np.float64)
+        except (KeyError, TypeError):
+            raise err(f"params[{key!r}][{sub!r}]", "missing") from None
+
+    grab("token_embed", "embeddings", "token_embed.embeddings")
+    grab("pos_embed", "embeddings", "pos_embed.embeddings")
+    for li in range(cfg["num_layers"]):
+        for nm in ("query", "key", "value", "linear"):
+            for s in ("w", "b"):
+                grab(f"transformer/layer_{li}/attn/{nm}", s, f"layer_{li}.attn.{nm}.{s}")
+        for nm in ("linear_1", "linear_2"):
+            for s in ("w", "b"):
+                grab(f"transformer/layer_{li}/mlp/{nm}", s, f"layer_{li}.mlp.{nm}.{s}")
+    oe = getattr(model, "output_encoder", None)
+    dec = getattr(oe, "decoding_map", None) if oe is not None else None
+    blocks = parse_labels(labels, where=f"{where}: residual_labels")
+    if dec:
+        classes = [dec[k] for k in sorted(dec)]
+        if output is None:
+            cands = [b for b in blocks if b.kind == "categorical" and [str(v) for v in b.values] == [str(c) for c in classes]]
+            if len(cands) != 1:
+                raise err("output", "cannot infer the output block from output_encoder.decoding_map; pass output=LABEL")
+            output = cands[0].name
+        out_labels = [f"{output}:{c}" for c in classes]
+    else:
+        if output is None:
+            raise err("output", "a numerical output's residual label must be given (output=LABEL)")
+        out_labels = [output]
+    for lab in out_labels:
+        if lab not in labels:
+            raise err("output", f"{lab!r} is not a residual label")
+    if coldness is None:
+        best = 0.0
+        K = cfg["key_size"]
+        for li in range(cfg["num_layers"]):
+            Q, Kw = arrays[f"layer_{li}.attn.query.w"], arrays[f"layer_{li}.attn.key.w"]
+            for h in range(cfg["num_heads"]):
+                s = slice(h * K, (h + 1) * K)
+                best = max(best, float(np.max(np.abs(Q[:, s] @ Kw[:, s].T), initial=0.0)))
+        if best <= 0:
+            raise err("params", "no attention head has a nonzero score; cannot infer the softmax coldness "
+                                "(pass coldness=...)")
+        coldness, csrc = best, "inferred: largest |W_Q W_K^T| entry over the heads"
+    else:
+        csrc = "given"
+    meta = {"program": name, "program_label": output, "vocab": vocab, "max_seq_len": arrays["pos_embed.embeddings"].shape[0] - 1,
+            "bos_token": bos, "pad_token": pad, "input_encoding": enc, "residual_labels": labels, "config": cfg,
+            "softmax_coldness_nominal": coldness, "layer_norm": bool(getattr(cfgo, "layer_norm", False)),
+            "output_residual_labels": out_labels, "output_is_categorical": bool(dec),
+            "examples": [{"input": list(w), "rasp": [None] * len(w)} for w in examples]}
+    if dec:
+        meta["output_encoding"] = {str(c): k for k, c in enumerate(classes)}
+    return _build(meta, arrays, json_path=where, npz_path=where, files={}, source=where, coldness_source=csrc)
+
+
+def load_any(obj: Any) -> TracrModel:
+    """:func:`load_tracr` for a path, :func:`from_assembled` for anything with ``params``."""
+    if isinstance(obj, TracrModel):
+        return obj
+    if isinstance(obj, (str, os.PathLike)):
+        return load_tracr(obj)
+    if hasattr(obj, "params") and hasattr(obj, "residual_labels"):
+        return from_assembled(obj)
+    raise ModelFormatError(f"cannot read a Tracr model from {type(obj).__name__}")
