@@ -48,22 +48,11 @@ from typing import Sequence
 import networkx as nx
 
 from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position
-from .errors import FormulaError, ParameterError
+from .errors import FormulaError
 from .spacing import key_spacing
+from .parameters import check_comparator
 
 _PAST = {"Y": "past", "P": "past", "S": "past", "X": "future", "F": "future", "U": "future"}
-
-#: comparator methods for count comparisons (THEORY §5 (a), (b), (c))
-COMPARATORS = ("ln", "head", "pe")
-
-
-def check_comparator(method: str) -> str:
-    """Return ``method`` if it is one of :data:`COMPARATORS`; raise :class:`ParameterError` otherwise."""
-    if method not in COMPARATORS:
-        raise ParameterError(f"comparator must be one of {', '.join(COMPARATORS)} (THEORY §5), got {method!r}")
-    return method
-
-
 
 def _negate(f: Formula) -> Formula:
     """``¬f``, with a double negation cancelled (``¬¬g = g``: same semantics, one node fewer)."""

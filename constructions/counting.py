@@ -52,7 +52,6 @@ import numpy as np
 
 from .engine import forward
 from .errors import ModelFormatError, ParameterError
-from .parameters import to_fraction
 from .simulate import HeadObservation, RunSummary, group_by_length, periodic_words
 from .transformer import Head, Transformer
 
@@ -408,14 +407,6 @@ def adversarial_layernorm_words(model: Transformer, n: int, *, max_period: int =
 
 # --------------------------------------------------------------------------------------------
 # weights
-
-
-def check_eps_ln(eps) -> Fraction:
-    """ε_LN as an exact Fraction ≥ 0; raise :class:`ParameterError` otherwise (THEORY §5 (a))."""
-    e = to_fraction(eps, "eps_ln")
-    if e < 0:
-        raise ParameterError(f"eps_ln must be >= 0 (layer-norm epsilon; 0 is exact), got {e}")
-    return e
 
 
 def check_graph(g: nx.DiGraph, regime: str) -> None:

@@ -1,7 +1,8 @@
-"""Exact parsing of numeric parameters (β, η, ε_LN, τ, ε, …) given by users, CLIs and files.
+"""Parameters: exact parsing and validation of β, η, ε, ε_LN, τ, the regime and the comparator.
 
 Shared by the constructions (:mod:`softhard.constructions.weights`,
-:mod:`softhard.constructions.counting`) and the command line; it sits below both.
+:mod:`softhard.constructions.counting`, :mod:`softhard.constructions.compile`), the pipeline's
+:class:`~softhard.constructions.params.Params` and the command line; it sits below all of them.
 """
 
 from __future__ import annotations
@@ -37,3 +38,51 @@ def to_fraction(x, what: str = "value") -> Fraction:
     except (ValueError, ZeroDivisionError):
         raise ParameterError(f"{what}: {s!r} is not a finite number (use e.g. 1/4, 0.25 or 2e-3)") from None
     return v
+
+
+REGIMES = ("T", "U", "P")
+DEFAULT_BETA = Fraction(1, 4)
+DEFAULT_ETA = Fraction(1, 4)
+
+
+def check_regime(regime: str) -> str:
+    """Return ``regime`` ("T" or "U"); raise :class:`ParameterError` otherwise."""
+    if regime not in REGIMES:
+        raise ParameterError(f"regime must be 'T' (bounded PE, tau(n)), 'U' (unbounded PE, fixed tau) or 'P' "
+                             f"(U plus j^2 and (-1)^j, for parity), got {regime!r}")
+    return regime
+
+
+def check_beta(beta) -> Fraction:
+    """β as a Fraction in (0, 1/4]; raise :class:`ParameterError` otherwise (THEORY §4)."""
+    b = to_fraction(beta, "beta")
+    if not (0 < b <= Fraction(1, 4)):
+        raise ParameterError(f"beta must satisfy 0 < beta <= 1/4 (THEORY §4), got {b}")
+    return b
+
+
+def check_eta(eta) -> Fraction:
+    """η as a Fraction in (0, 1/2); raise :class:`ParameterError` otherwise (THEORY §3)."""
+    e = to_fraction(eta, "eta")
+    if not (0 < e < Fraction(1, 2)):
+        raise ParameterError(f"eta must satisfy 0 < eta < 1/2 (THEORY §3), got {e}")
+    return e
+
+
+def check_eps_ln(eps) -> Fraction:
+    """ε_LN as an exact Fraction ≥ 0; raise :class:`ParameterError` otherwise (THEORY §5 (a))."""
+    e = to_fraction(eps, "eps_ln")
+    if e < 0:
+        raise ParameterError(f"eps_ln must be >= 0 (layer-norm epsilon; 0 is exact), got {e}")
+    return e
+
+
+#: comparator methods for count comparisons (THEORY §5 (a), (b), (c))
+COMPARATORS = ("ln", "head", "pe")
+
+
+def check_comparator(method: str) -> str:
+    """Return ``method`` if it is one of :data:`COMPARATORS`; raise :class:`ParameterError` otherwise."""
+    if method not in COMPARATORS:
+        raise ParameterError(f"comparator must be one of {', '.join(COMPARATORS)} (THEORY §5), got {method!r}")
+    return method

@@ -30,7 +30,6 @@ Boolean gates are exact one-hidden-layer ReLU MLPs on {0,1} (THEORY §3).
 
 from __future__ import annotations
 
-from fractions import Fraction
 
 import networkx as nx
 import numpy as np
@@ -38,37 +37,8 @@ import numpy as np
 from . import counting
 from .compile import cleaned_nodes, select_nodes
 from .errors import ParameterError
-from .parameters import to_fraction
+from .parameters import DEFAULT_BETA, DEFAULT_ETA, check_beta, check_eta, check_regime
 from .transformer import MLP, Block, Head, Transformer
-
-REGIMES = ("T", "U", "P")
-DEFAULT_BETA = Fraction(1, 4)
-DEFAULT_ETA = Fraction(1, 4)
-
-
-def check_regime(regime: str) -> str:
-    """Return ``regime`` ("T" or "U"); raise :class:`ParameterError` otherwise."""
-    if regime not in REGIMES:
-        raise ParameterError(f"regime must be 'T' (bounded PE, tau(n)), 'U' (unbounded PE, fixed tau) or 'P' "
-                             f"(U plus j^2 and (-1)^j, for parity), got {regime!r}")
-    return regime
-
-
-def check_beta(beta) -> Fraction:
-    """β as a Fraction in (0, 1/4]; raise :class:`ParameterError` otherwise (THEORY §4)."""
-    b = to_fraction(beta, "beta")
-    if not (0 < b <= Fraction(1, 4)):
-        raise ParameterError(f"beta must satisfy 0 < beta <= 1/4 (THEORY §4), got {b}")
-    return b
-
-
-def check_eta(eta) -> Fraction:
-    """η as a Fraction in (0, 1/2); raise :class:`ParameterError` otherwise (THEORY §3)."""
-    e = to_fraction(eta, "eta")
-    if not (0 < e < Fraction(1, 2)):
-        raise ParameterError(f"eta must satisfy 0 < eta < 1/2 (THEORY §3), got {e}")
-    return e
-
 
 def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAULT_ETA,
                       eps_ln=0) -> Transformer:

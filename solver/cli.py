@@ -175,7 +175,7 @@ def _eps_ln(args):
     """``--eps-ln`` as an exact Fraction ≥ 0, or None (not given)."""
     if args.eps_ln is None:
         return None
-    from ..constructions.counting import check_eps_ln
+    from ..constructions.parameters import check_eps_ln
     try:
         return check_eps_ln(to_fraction(args.eps_ln, "--eps-ln"))
     except ParameterError as e:
@@ -183,7 +183,7 @@ def _eps_ln(args):
 
 
 def _construction(args, spec=None):
-    from ..constructions.weights import check_beta, check_eta
+    from ..constructions.parameters import check_beta, check_eta
     from .pipeline import build
     checked = {}
     for opt, check in (("--beta", check_beta), ("--eta", check_eta)):

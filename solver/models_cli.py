@@ -427,7 +427,7 @@ def cmd_hahn(args) -> int:
         raise ParameterError(f"hahn analyses the bounded-PE construction (regime T); regime {args.regime} has "
                              "unbounded positional embeddings, where Hahn's lemma does not apply (THEORY §1)")
     from ..constructions.parameters import to_fraction
-    from ..constructions.weights import check_eta
+    from ..constructions.parameters import check_eta
     eta = check_eta(to_fraction(args.eta, "--eta"))
     change = parse_change_at(args.change_at)
     spec_f = None

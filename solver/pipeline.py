@@ -17,12 +17,13 @@ import sympy as sp
 
 from ..bounds.core import tau
 from ..bounds.derive import NodeBound, derive, evaluate, in_tau, required_inv_tau
-from ..constructions.compile import check_comparator, compile_formula
-from ..constructions.counting import check_eps_ln
+from ..constructions.compile import compile_formula
 from ..constructions.errors import CertificateError
 from ..constructions.parse import FormulaSpec, parse_formula
 from ..constructions.transformer import Transformer
-from ..constructions.weights import DEFAULT_BETA, DEFAULT_ETA, build_transformer, check_beta, check_eta, check_regime
+from ..constructions.parameters import (DEFAULT_BETA, DEFAULT_ETA, check_beta, check_comparator, check_eps_ln, check_eta,
+                                        check_regime)
+from ..constructions.weights import build_transformer
 
 
 @dataclass
