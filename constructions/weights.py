@@ -37,7 +37,7 @@ import numpy as np
 from . import counting
 from .compile import cleaned_nodes, select_nodes
 from .errors import ParameterError
-from .parameters import DEFAULT_BETA, DEFAULT_ETA, check_beta, check_eta, check_regime
+from .parameters import DEFAULT_BETA, DEFAULT_ETA, check_beta, check_eps_ln, check_eta, check_regime
 from .transformer import MLP, Block, Head, Transformer
 
 def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAULT_ETA,
@@ -56,7 +56,7 @@ def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, et
     check_regime(regime)
     beta = check_beta(beta)
     eta = check_eta(eta)
-    eps_ln = counting.check_eps_ln(eps_ln)
+    eps_ln = check_eps_ln(eps_ln)
     counting.check_graph(g, regime)
     nodes = list(nx.topological_sort(g))
     sels = select_nodes(g)
