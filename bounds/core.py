@@ -20,6 +20,8 @@ n = sp.Symbol("n", positive=True)
 tau = sp.Symbol("tau", positive=True)
 beta = sp.Symbol("beta", positive=True)
 eta = sp.Symbol("eta", positive=True)
+#: output tolerance ε of model-file and Tracr constructions (THEORY §6) — never η, the Boolean margin
+epsilon = sp.Symbol("epsilon", positive=True)
 #: layer-norm epsilon of the ``ln`` comparator (THEORY §5 (a)); the parameter its search tunes
 eps_ln = sp.Symbol("eps_ln", positive=True)
 HALF = sp.Rational(1, 2)

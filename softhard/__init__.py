@@ -1,0 +1,34 @@
+"""softhard: when does softmax attention compute exactly what hard attention computes?
+
+The public Python API, one call per pipeline stage, for every input kind (docs/ARCHITECTURE.md)::
+
+    import softhard
+    spec = softhard.load_formula("examples/tomita4.ltl")          # parse (or an inline formula)
+    c = softhard.build(spec, softhard.Params(regime="T", eta="1/4"))   # graph, transformer, bounds
+    bounds = softhard.derive(c)                                     # node -> SymPy bound
+    cert = softhard.certify(c, n_max=10**6, find_tau=True)          # Z3 proofs + numeric runs
+    softhard.write_certificate(cert, "t4.json")
+    report = softhard.verify("t4.json")                             # replay; report.ok
+    hard, soft = softhard.run(c, "1101001", inv_tau=1e3)            # the two transformers
+    summary = softhard.confirm(c, n_max=1000, inv_tau=1e3)          # observed errors vs bounds
+
+Model files (:func:`load_model`, :func:`build_model`, :func:`certify_model`) and Tracr exports
+(:func:`load_tracr`, :func:`certify_tracr`) are certified and verified on the same path; every
+certificate is verified by the one :func:`verify`.  Errors are :class:`SofthardError` subclasses.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from .solver.api import (Params, SofthardError, build, build_model, certify, certify_model, certify_tracr, confirm,
+                   derive, load_certificate, load_formula, load_model, load_tracr, run, verify, write_certificate)
+
+try:
+    __version__ = metadata.version("softhard")
+except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = "0+unknown"
+
+__all__ = ["__version__", "Params", "SofthardError", "load_formula", "load_model", "load_tracr", "build",
+           "build_model", "derive", "certify", "certify_model", "certify_tracr", "verify", "load_certificate",
+           "write_certificate", "run", "confirm"]

@@ -1,0 +1,106 @@
+"""The public Python API (``import softhard``): one function per pipeline stage, every input kind.
+
+Stages (docs/ARCHITECTURE.md): load → build (a :class:`Construction`: graph, transformer, node
+bounds, premises) → derive (node bounds) → certify (claims, Z3 proofs, numeric runs, a certificate)
+→ verify (replay).  :func:`run` and :func:`confirm` run the hard and soft transformers.
+Parameters travel in one :class:`~softhard.bounds.params.Params`.  Every error is a
+:class:`~softhard.constructions.errors.SofthardError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import os
+from fractions import Fraction
+
+from ..bounds.confirm import Confirmation
+from ..bounds.confirm import confirm as _confirm_run
+from ..bounds.derive import NodeBound
+from ..bounds.params import Params
+from ..constructions.engine import Trace, forward
+from ..constructions.errors import ParameterError, SofthardError
+from ..constructions.hard_model import ModelSpec
+from ..constructions.modelfile import load_model
+from ..constructions.parse import FormulaSpec, load_spec, tokenize
+from ..constructions.tracr import TracrModel
+from ..constructions.tracr_load import load_tracr
+from .certificate import certify, numeric_families
+from .certjson import load_certificate, write_certificate
+from .kinds import verify_certificate
+from .models import ModelAnalysis, build_model_construction, certify_model
+from .pipeline import Construction
+from .pipeline import build as _build_formula
+from .replay import VerifyReport
+from .tracr import certify_tracr
+
+__all__ = ["Params", "SofthardError", "load_formula", "load_model", "load_tracr", "build", "build_model", "derive",
+           "certify", "certify_model", "certify_tracr", "verify", "load_certificate", "write_certificate", "run",
+           "confirm", "Construction", "ModelSpec", "TracrModel", "FormulaSpec", "ModelAnalysis", "VerifyReport"]
+
+
+def load_formula(formula: str | os.PathLike, alphabet=None) -> FormulaSpec:
+    """An ``.ltl`` file's path or an inline formula (``"a S b"``) as a :class:`FormulaSpec`.
+
+    ``alphabet``: a string of one-character symbols, a whitespace-separated string or a sequence
+    (default: the file's, or the symbols an inline formula mentions).  Raises
+    :class:`~softhard.constructions.errors.FormulaSyntaxError` (``source:line:col``),
+    ``FormulaError`` or ``InputFileError``.  Source: THEORY §4, §5; examples/README.md."""
+    return load_spec(formula, alphabet=alphabet)
+
+
+def build(spec: FormulaSpec, params: Params | None = None) -> Construction:
+    """Compile a formula into its hard/soft transformer pair and derive every node's bound.
+
+    ``params``: regime, β, η, comparator, ε_LN (default ``Params()``: regime T, β = η = 1/4).
+    Raises :class:`ParameterError` for parameters the construction cannot use (e.g. parity outside
+    regime P).  Source: THEORY §3–§5."""
+    p = params or Params()
+    return _build_formula(spec, p.regime, beta=p.beta, eta=p.eta if p.eta is not None else Fraction(1, 4),
+                          comparator=p.comparator, eps_ln=p.eps_ln)
+
+
+def build_model(spec: ModelSpec, *, n_max: int, epsilon="margin", progress=None, **options
+                ) -> tuple[Construction, ModelAnalysis]:
+    """A hard-attention model file's construction and its gap analysis (premises) up to length
+    ``n_max``; ``epsilon``: the output tolerance ε (exact, or ``"margin"``: from the outputs'
+    rounding margins).  ``options`` as :func:`softhard.solver.models.build_model_construction`.
+    Raises :class:`ParameterError`, :class:`~softhard.constructions.errors.ModelFormatError`.
+    Source: THEORY §2, §6; docs/models.md."""
+    return build_model_construction(spec, n_max=n_max, epsilon=epsilon, progress=progress, **options)
+
+
+def derive(c: Construction) -> dict[str, NodeBound]:
+    """Every attention node's bound (SymPy expressions in n and the parameters), by node name:
+    the derive stage's result carried in the construction.  Source: THEORY §2–§6."""
+    return dict(c.bounds)
+
+
+def verify(certificate: dict | str | os.PathLike, *, timeout_s: float = 20.0) -> VerifyReport:
+    """Verify a certificate (a dict, or a file read strictly) of any kind by replay
+    (docs/certificates.md).  Returns the report (``.ok``, ``.problems`` by JSON path); raises
+    :class:`~softhard.constructions.errors.CertificateError` only for a file that is not strict JSON."""
+    cert = certificate if isinstance(certificate, dict) else load_certificate(certificate)
+    return verify_certificate(cert, timeout_s=timeout_s)
+
+
+def run(c: Construction, word, *, inv_tau: float) -> tuple[Trace, Trace]:
+    """The hard and the soft transformer of ``c`` on one word (a string of one-character symbols or
+    a sequence of symbols); ``inv_tau``: the soft transformer's 1/τ (> 0, finite float).
+    Returns ``(hard, soft)`` traces; ``trace.x`` has shape (1, n + 1, D) (row 0: BOS).
+    Raises :class:`ParameterError` for a bad 1/τ or a symbol outside the alphabet.  THEORY §2."""
+    alphabet = c.model.alphabet
+    w = tokenize(word, alphabet) if isinstance(word, str) else list(word)
+    if not w:
+        raise ParameterError("the word is empty")
+    tok = c.model.encode([w])
+    return forward(c.model, tok, mode="hard"), forward(c.model, tok, mode="soft", inv_tau=inv_tau)
+
+
+def confirm(c: Construction, *, n_max: int, inv_tau: float, **families_options) -> Confirmation:
+    """Numeric confirmation of a formula construction's bounds: the exhaustive, random and
+    adversarial input families up to ``n_max`` (options as
+    :func:`softhard.solver.certificate.numeric_families`), each node's worst observed error
+    against its bound.  Never a proof (THEORY §7).  Returns a :class:`Confirmation` (``.ok``)."""
+    if n_max < 1:
+        raise ParameterError(f"n_max must be >= 1, got {n_max}")
+    fams = numeric_families(c, n_max, inv_tau, **families_options)
+    return _confirm_run(c.model, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta)
