@@ -310,9 +310,11 @@ def test_epsilon_above_the_margin_claims_no_rounding(tmp_path, capsys):
 # --------------------------------------------------------------------------------------------
 # every field of a real certificate edited, one at a time (issue 12)
 
-#: the certificate's inputs (source and parameters, the searched τ, the analysis method): an edit
-#: there must be rejected, and shows up in the fields derived from it rather than at itself
-INPUTS = ("source", "range", "analysis.options", "search.per_bound[*].inv_tau_certified")
+#: the certificate's inputs (the embedded model, N, ε, the range, the searched τ, the analysis
+#: method): an edit there must be rejected, and shows up in the fields derived from it rather than
+#: at itself.  Every other field (source.tie_break and source.premises too) is re-derived.
+INPUTS = ("source.model", "source.model_sha256", "source.n_max", "source.epsilon", "range", "analysis.options",
+          "search.per_bound[*].inv_tau_certified")
 
 
 @pytest.fixture(scope="module")
