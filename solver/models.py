@@ -505,6 +505,8 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, tuple[Construction, Mode
         raise CertificateError(f"analysis.options.exhaustive_limit: a tie-break's hard outputs were compared on all "
                                f"{total} words, more than verify re-runs ({VERIFY_EXHAUSTIVE_LIMIT})",
                                path="analysis.options.exhaustive_limit")
+    # tie-break "auto": a certificate made with "off" has no UHA tie (a tie is gap 0: not
+    # simulable), so "auto" plans no tie-break for it either
     c, an = build_model_construction(spec, n_max=n_max, epsilon=epsilon, method=method,
                                      searched=_searched_inputs(cert), **opts)
     c.source.update(file=src.get("file"), file_sha256=src.get("file_sha256"))  # provenance, copied
