@@ -34,6 +34,7 @@ from ..constructions.engine import forward
 from ..constructions.errors import ParameterError
 from ..constructions.hard_model import HardModel
 from .check import Claim, check_claim
+from .pipeline import build
 
 SAFETY = Fraction(1, 10**9)
 N_SEARCH_CAP = 10**18
@@ -251,7 +252,6 @@ def demonstrate(hm: HardModel, res: HahnResult, output: str, *, n_values=None, n
 def constructions_keep_working(spec, n_values, *, change_at=("end", 1), eta=Fraction(1, 4)) -> list[dict]:
     """Regime T (closed-form τ(n) at each n) and regime U (one fixed τ) constructions of a formula
     on the flip pairs at lengths ``n_values``: rounded outputs equal to the hard ones?"""
-    from .pipeline import build
     out = []
     for regime in ("T", "U"):
         c = build(spec, regime, eta=eta)

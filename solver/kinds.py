@@ -8,10 +8,11 @@ is the one verify of every kind: :func:`softhard.solver.replay.verify` with this
 from __future__ import annotations
 
 from .certificate import FORMULA
+from .models import MODEL
 from .replay import Kind, VerifyReport, verify
 
 #: certificate kind name -> how to replay it
-KINDS: dict[str, Kind] = {k.name: k for k in (FORMULA,)}
+KINDS: dict[str, Kind] = {k.name: k for k in (FORMULA, MODEL)}
 
 
 def verify_certificate(cert: dict, *, timeout_s: float = 20.0) -> VerifyReport:

@@ -6,6 +6,11 @@ commands exist; it adds the new subcommands and extends ``run`` and ``certify`` 
 (their formula argument becomes optional; without ``--model`` they behave exactly as before).
 Exit status: 0 success; 1 a claim refuted/unknown, a gap of 0 (not simulable this way) or a
 numeric check failed; 2 bad input (one line naming the file, field and layer).
+
+Imports: the solver modules (:mod:`.models`, :mod:`.hahn`, :mod:`.pipeline`: SymPy, Z3, flint)
+are imported by the commands that use them, not at module level: this module is imported to
+build every command's parser, and importing them up front would add about 0.7 s to every
+``softhard`` invocation (``softhard --help`` 0.4 s → 1.1 s).  Everything else is imported here.
 """
 
 from __future__ import annotations
@@ -15,10 +20,20 @@ import sys
 from fractions import Fraction
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
 from ..constructions.errors import ParameterError
-from ..constructions.gaps import DEFAULT_SEARCH_WORDS
-from .cli import seconds_option
+from ..constructions.gaps import DEFAULT_SEARCH_WORDS, analyse_gaps, plan_tie_breaks, tie_break
+from ..constructions.engine import forward
+from ..constructions.model_export import export_transformer
+from ..constructions.modelfile import load_model, parse_model
+from ..constructions.parse import load_spec, tokenize
+from ..constructions.parameters import check_eta, to_fraction
+from .certify_cli import status_line
+from .certjson import check_output_path, write_certificate
+from .cli import _fmt as fmt_float
+from .cli import int_option, seconds_option, stdout_console
 
 
 def _optional_formula(p) -> None:
@@ -30,7 +45,6 @@ def _optional_formula(p) -> None:
 
 
 def _nonneg(name: str):
-    from .cli import int_option
     return int_option(name, 0)
 
 
@@ -127,13 +141,11 @@ def _wrap(parser, model_fn) -> None:
 
 
 def _console():
-    from .cli import stdout_console
     return stdout_console()
 
 
 def _fmt(x) -> str:
-    from .cli import _fmt as f
-    return f(float(x))
+    return fmt_float(float(x))
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,8 +153,6 @@ def _fmt(x) -> str:
 
 
 def cmd_gap(args) -> int:
-    from ..constructions.gaps import analyse_gaps, plan_tie_breaks, tie_break
-    from ..constructions.modelfile import load_model
     spec = load_model(args.model)
     hm = spec.canonical()
     rep = analyse_gaps(hm, args.n_max, exhaustive_limit=args.exhaustive_limit, search_words=args.search_words,
@@ -189,7 +199,6 @@ def _verdict(rep) -> str:
 
 
 def _print_gap(spec, rep, title) -> None:
-    from rich.table import Table
     con = _console()
     con.print(f"[bold]{spec.name}[/bold]: {title}, {rep.method} over {rep.words} words of length <= {rep.n_max} "
               f"({rep.seconds:.2f} s)")
@@ -215,9 +224,6 @@ def _print_gap(spec, rep, title) -> None:
 
 
 def cmd_run_model(args) -> int:
-    from ..constructions.engine import forward
-    from ..constructions.modelfile import load_model
-    from ..constructions.parse import tokenize
     if args.string is None:
         raise ParameterError("give the input word: softhard run --model FILE STRING")
     spec = load_model(args.model)
@@ -227,7 +233,6 @@ def cmd_run_model(args) -> int:
     hm.check_length(n)
     tie_notes = []
     if args.tie_break == "auto":  # the same model certify --model analyses and certifies
-        from ..constructions.gaps import analyse_gaps, plan_tie_breaks, tie_break
         n_plan = args.n_max or n
         rep = analyse_gaps(hm, n_plan)
         betas = plan_tie_breaks(rep)
@@ -267,7 +272,6 @@ def cmd_run_model(args) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
         return 0 if agree else 1
-    from rich.table import Table
     con = _console()
     con.print(f"[bold]{spec.name}[/bold] on {' '.join(word)} (n = {n}), 1/tau = {_fmt(inv_tau)} ({src})")
     for o in outs:
@@ -301,14 +305,10 @@ def _read(o, vals):
 
 
 def cmd_certify_model(args) -> int:
-
-    from ..constructions.modelfile import load_model
-    from .certjson import write_certificate
-    from .models import NotSimulable, build_model_construction, certify_model
+    from .models import VERIFY_EXHAUSTIVE_LIMIT, NotSimulable, build_model_construction, certify_model
 
     if args.epsilon is None:
         raise ParameterError("certify --model needs --epsilon E (the target output error, exact, e.g. 1/4)")
-    from .models import VERIFY_EXHAUSTIVE_LIMIT
     if args.exhaustive_limit > VERIFY_EXHAUSTIVE_LIMIT:
         raise ParameterError(f"--exhaustive-limit {args.exhaustive_limit} exceeds {VERIFY_EXHAUSTIVE_LIMIT}, the most "
                              "words 'softhard verify' re-enumerates: such a certificate could not be verified")
@@ -317,10 +317,8 @@ def cmd_certify_model(args) -> int:
     if args.n_min > args.n_max:
         raise ParameterError(f"--n-min {args.n_min} exceeds --n-max {args.n_max}")
     if args.output:  # fail before the work if the output cannot be written
-        from .certjson import check_output_path
         check_output_path(args.output, force=args.force)
     spec = load_model(args.model)
-    from rich.console import Console
     err = Console(stderr=True, highlight=False)
     with err.status("analysing gaps", spinner="dots") as st:
         say = (lambda s: st.update(s)) if not args.json else (lambda s: None)
@@ -348,7 +346,6 @@ def cmd_certify_model(args) -> int:
 
 
 def print_model_certificate(cert: dict, path) -> None:
-    from rich.table import Table
     con = _console()
     cons = cert["construction"]
     rng = cert["range"]
@@ -358,7 +355,8 @@ def print_model_certificate(cert: dict, path) -> None:
               f"epsilon = {cons['params']['eta']}; tau = {cons['tau']} (1/tau = {cons['inv_tau_decimal']}, "
               f"{cons['tau_choice']}); {rng['n_min']} <= n <= {rng['n_max']}")
     pcol = "green" if pr["status"].startswith("established") else "yellow"
-    con.print(f"gap premises: [{pcol}]{pr['status']}[/{pcol}] ({pr['words']} of {pr['total_words']} words)")
+    con.print(f"gap premises: [{pcol}]{pr['status']}[/{pcol}] ({pr['words']} of {pr['total_words']} words, "
+              f"{cert['times'].get('gap_analysis_s', 0.0):.2f} s)")
     t = Table(show_header=True, header_style="bold")
     for col in ("head", "layer", "rule", "gap", "attained by (row)", "max ties"):
         t.add_column(col, overflow="fold")
@@ -405,9 +403,11 @@ def print_model_certificate(cert: dict, path) -> None:
                   f"outputs differing from the hard model: {num['mismatched_outputs']}"
                   + (f" (+{ung} on outputs whose margin is <= epsilon: rounding not claimed)" if ung else "")
                   + f", {'no bound exceeded' if num['ok'] else '[red]A BOUND WAS EXCEEDED OR AN OUTPUT DIFFERS[/red]'}")
+        for h, r in (num.get("heads") or {}).items():
+            con.print(f"  head {h}: observed/bound {r['worst_ratio']:.3g} (worst {r['observed']:.3g} vs bound "
+                      f"{r['bound']:.3g} at n = {r['n']})")
     extra = "" if cert["status"] != "unknown" or pr["status"].startswith("established") else \
         " (claims conditional on premises found by search, not proved)"
-    from .certify_cli import status_line
     con.print(status_line(cert, path, extra))
 
 
@@ -416,8 +416,6 @@ def print_model_certificate(cert: dict, path) -> None:
 
 
 def cmd_hahn(args) -> int:
-    from ..constructions.model_export import export_transformer
-    from ..constructions.modelfile import load_model, parse_model
     from .hahn import constructions_keep_working, demonstrate, hahn_analysis, parse_change_at
     from .pipeline import build
 
@@ -426,8 +424,6 @@ def cmd_hahn(args) -> int:
     if args.formula is not None and args.regime != "T":
         raise ParameterError(f"hahn analyses the bounded-PE construction (regime T); regime {args.regime} has "
                              "unbounded positional embeddings, where Hahn's lemma does not apply (THEORY §1)")
-    from ..constructions.parameters import to_fraction
-    from ..constructions.parameters import check_eta
     eta = check_eta(to_fraction(args.eta, "--eta"))
     change = parse_change_at(args.change_at)
     spec_f = None
@@ -436,7 +432,6 @@ def cmd_hahn(args) -> int:
         hm = spec.canonical()
         name = spec.name
     else:
-        from ..constructions.parse import load_spec
         spec_f = load_spec(args.formula, alphabet=args.alphabet)
         c = build(spec_f, "T", beta=to_fraction(args.beta, "--beta"), eta=eta, comparator=args.comparator)
         doc = export_transformer(c.model, name=f"{spec_f.name} (regime T construction)", at=spec_f.at)

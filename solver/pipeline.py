@@ -167,14 +167,10 @@ def _rebuild_formula(source: dict, regime: str, params: dict[str, Fraction]) -> 
                  comparator=source.get("comparator"), eps_ln=params.get("eps_ln"))
 
 
-def _rebuild_model(source: dict, regime: str, params: dict[str, Fraction]) -> Construction:
-    from .models import rebuild_model  # a hard-attention model file (THEORY §6); see solver/models.py
-    return rebuild_model(source, regime, params)
-
-
-#: ``kind -> rebuild(source, regime, params) -> Construction`` (used by ``verify``)
-SOURCES: dict[str, Callable[[dict, str, dict], Construction]] = {"formula": _rebuild_formula,
-                                                                 "model": _rebuild_model}
+#: ``kind -> rebuild(source, regime, params) -> Construction`` (used by the formula kind's replay).
+#: A model file is not rebuilt from its source alone: its construction needs the gap analysis,
+#: which the model kind's replay re-runs (:func:`softhard.solver.models.replay`).
+SOURCES: dict[str, Callable[[dict, str, dict], Construction]] = {"formula": _rebuild_formula}
 
 
 def rebuild(source: dict, regime: str, params: dict[str, Fraction]) -> Construction:

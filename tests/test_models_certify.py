@@ -1,20 +1,26 @@
 """certify --model / verify round trip of the hand-written model, tamper detection, premise honesty
-(issue 5, item 4 and "done when")."""
+(issue 5, item 4 and "done when"; issue 12: model certificates are verified by replay)."""
 
 from __future__ import annotations
 
 import copy
 import json
+import time
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from tamper import undetected
 
-from softhard.constructions.modelfile import load_model
+from softhard.bounds.composed import HeadPremise
+from softhard.constructions.modelfile import doc_sha256, load_model
 from softhard.constructions.random_models import random_model_doc
-from softhard.solver.certificate import compute_hashes, verify_certificate
+from softhard.solver import models
+from softhard.solver.certjson import compute_hashes, load_certificate
 from softhard.solver.cli import main
+from softhard.solver.kinds import KINDS, verify_certificate
 from softhard.solver.models import build_model_construction, certify_model
+from softhard.solver.replay import clear_replay_cache, measured_fields
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "models" / "ab_subsequence.json"
@@ -25,10 +31,11 @@ def cert(tmp_path_factory):
     out = tmp_path_factory.mktemp("c") / "ab.json"
     rc = main(["certify", "--model", str(EXAMPLE), "--n-max", "9", "--epsilon", "1/4", "--find-tau", "-o", str(out)])
     assert rc == 0
-    return json.loads(out.read_text())
+    return load_certificate(out)
 
 
 def test_certificate_contents(cert):
+    assert cert["kind"] == "model" and "model" in KINDS
     assert cert["status"] == "proved"
     assert cert["source"]["kind"] == "model"
     assert cert["premises"]["status"] == "established (exhaustive over 1022 words)"
@@ -46,6 +53,10 @@ def test_certificate_contents(cert):
     assert cert["source"]["model"]["name"] == "ab_subsequence"
     kinds = {n["kind"] for n in cert["graph"]["nodes"]}
     assert {"embed", "attn", "residual-add", "ffn", "output"} <= kinds
+    # an exhaustive analysis records only what its result depends on; run times are in `times`
+    assert cert["analysis"]["options"] == {"method": "exhaustive"}
+    assert "seconds" not in cert["premises"] and "seconds" not in cert["analysis"]["gap_report"]
+    assert cert["times"]["gap_analysis_s"] > 0
 
 
 def test_verify_round_trip(cert, tmp_path, capsys):
@@ -61,50 +72,106 @@ def _rehash(c):
 
 
 def _problems(c):
-    rep = verify_certificate(c, rerun_queries=False)
+    rep = verify_certificate(c)
     return [f for f, _ in rep.problems], rep
 
 
 def test_tamper_detection(cert):
-    # 1. an edited premise gap, hashes left alone: the section hash and the premise check fire
+    # 1. an edited premise gap, hashes left alone: the section hash and the replay fire
     c = copy.deepcopy(cert)
     c["premises"]["heads"][0]["gap"] = "3/4"
     fields, _ = _problems(c)
-    assert "premises" in fields and "premises.heads[0]" in fields
+    assert "premises" in fields and "premises.heads[0].gap" in fields
     # 2. the same edit with recomputed hashes: still caught, by field (re-derivation)
     fields, _ = _problems(_rehash(c))
-    assert "premises.heads[0]" in fields and "premises.heads[0].gap" in fields
-    # 3. a larger gap in the source (so a smaller bound) with every hash recomputed: the bound,
-    #    the claim and the exhaustive re-run all disagree
+    assert fields == ["premises.heads[0].gap"]
+    # 3. a larger gap in the source's premise values too (the values the bound is built from),
+    #    hashes recomputed: the exhaustive re-run disagrees with both
     c = copy.deepcopy(cert)
     c["source"]["premises"]["seen_a"]["gap"] = "1"
     c["premises"]["heads"][0]["gap"] = "1"
     fields, rep = _problems(_rehash(c))
-    assert "premises.heads[0].gap" in fields
-    assert any(f.startswith("nodes[0].bound") or f.startswith("claims[0]") for f in fields), rep.problems
+    assert {"premises.heads[0].gap", "source.premises.seen_a.gap"} <= set(fields), rep.problems
     # 4. an edited weight of the embedded model without its sha256
     c = copy.deepcopy(cert)
     c["source"]["model"]["layers"][1]["heads"][0]["W_K"]["entries"][1][2] = "1/4"
     fields, rep = _problems(_rehash(c))
-    assert fields == ["source"] and "model_sha256" in rep.problems[0][1]
-    # 5. ... and with its sha256 updated: this weight does not enter the bound, but the premise
-    #    (BOS now at 1/4: gap 1/4) no longer holds, and the exhaustive re-run says so
-    from softhard.constructions.modelfile import doc_sha256
+    assert fields == ["source.model"] and "model_sha256" in rep.problems[0][1]
+    # 5. ... and with its sha256 updated: this weight does not enter the bound through the value
+    #    spread, but the premise (BOS now at 1/4: gap 1/4) no longer holds, and the exhaustive
+    #    re-run says so
     c["source"]["model_sha256"] = doc_sha256(c["source"]["model"])
     fields, rep = _problems(_rehash(c))
-    assert fields == ["premises.heads[1].gap"] and "gives gap 1/4" in rep.problems[0][1]
+    msg = dict(rep.problems)
+    assert "premises.heads[1].gap" in msg and 'the replay gives "1/4"' in msg["premises.heads[1].gap"]
     # 6. a value weight (enters the bound through the value spread D) edited, sha256 updated:
     #    the re-derived graph, bound and claim differ from the stored ones
     c = copy.deepcopy(cert)
     c["source"]["model"]["layers"][1]["heads"][0]["W_V"]["entries"][0][2] = 2
     c["source"]["model_sha256"] = doc_sha256(c["source"]["model"])
     fields, rep = _problems(_rehash(c))
-    assert {"graph", "nodes[0].bound.srepr", "claims[0].expr_srepr"} <= set(fields), rep.problems
+    assert any(f.startswith("graph.") for f in fields), rep.problems
+    assert {"nodes[0].bound.srepr", "claims[0].expr_srepr"} <= set(fields), rep.problems
     # 7. a status downgrade of the premises is caught
     c = copy.deepcopy(cert)
     c["premises"]["status"] = "searched (not proved)"
     fields, _ = _problems(_rehash(c))
     assert "premises.status" in fields
+    # 8. the fields the old per-kind verify trusted (issue 12): epsilon_below_margin, a deleted
+    #    output_margins, a rewritten head statement, the analysis section
+    for edit, where in (
+            (lambda x: x["premises"]["output_margins"][0].update(epsilon_below_margin=False),
+             "premises.output_margins[0].epsilon_below_margin"),
+            (lambda x: x["premises"].pop("output_margins"), "premises"),
+            (lambda x: x["premises"]["heads"][0].update(statement="every gap >= 1"), "premises.heads[0].statement"),
+            (lambda x: x["analysis"]["per_node"]["out:accept"].update(error="0"), "analysis.per_node.out:accept.error"),
+            (lambda x: x["analysis"]["gap_report"]["heads"][1].update(ties_max=1),
+             "analysis.gap_report.heads[1].ties_max")):
+        c = copy.deepcopy(cert)
+        edit(c)
+        fields, rep = _problems(_rehash(c))
+        assert where in fields, (where, rep.problems)
+
+
+def test_consistent_forgery_of_a_premise_is_caught(cert):
+    """A forger who also re-derives everything from a larger gap (a smaller bound, so a warmer
+    certified τ): verify re-runs the exhaustive analysis and the bound built from the true gap
+    differs, by field."""
+    spec = load_model(EXAMPLE)
+    c, an = build_model_construction(spec, n_max=9, epsilon=Fraction(1, 4))
+    an.report.heads["seen_a"].gap = Fraction(1)
+    premises = {k: HeadPremise(g.gap, g.ties_max) for k, g in an.report.heads.items()}
+    c, an.bound = models._construction(spec, an.hm, premises, 9, Fraction(1, 4), {})
+    forged = json.loads(json.dumps(certify_model(c, an, n_max=9, find_tau=True, numeric=False)))
+    assert forged["premises"]["heads"][0]["gap"] == "1" and forged["status"] == "proved"
+    fields, rep = _problems(forged)
+    assert {"premises.heads[0].gap", "source.premises.seen_a.gap", "nodes[0].bound.srepr",
+            "claims[0].expr_srepr"} <= set(fields), rep.problems
+
+
+def test_exhaustive_premise_beyond_the_verify_limit_is_not_verified(cert, monkeypatch):
+    monkeypatch.setattr(models, "VERIFY_EXHAUSTIVE_LIMIT", 1000)  # the certificate covers 1022 words
+    clear_replay_cache()
+    rep = verify_certificate(cert)
+    clear_replay_cache()
+    assert not rep.ok and rep.problems[0][0] == "premises"
+    assert "cannot be re-established here, so the certificate is not verified" in rep.problems[0][1]
+
+
+def test_measured_fields_are_checked_for_consistency(cert):
+    """The numeric section is measured (not re-run by verify); its consistency with the re-derived
+    bounds is checked, and nothing else is exempt from the replay."""
+    assert set(measured_fields("model")) >= {"numeric", "created", "tool", "times"}
+    for edit, where in (
+            (lambda x: x["numeric"]["heads"]["seen_a"].update(bound=1.0), "numeric.heads.seen_a.bound"),
+            (lambda x: x["numeric"]["heads"]["seen_a"].update(worst_ratio=0.5), "numeric.heads.seen_a.worst_ratio"),
+            (lambda x: x["numeric"]["nodes"]["out:accept"].update(ratio=0.5), "numeric.nodes.out:accept.ratio"),
+            (lambda x: x["numeric"].update(inv_tau_float=3.0), "numeric.inv_tau_float"),
+            (lambda x: x["numeric"].update(mismatched_outputs=2), "numeric.ok")):
+        c = copy.deepcopy(cert)
+        edit(c)
+        fields, rep = _problems(_rehash(c))
+        assert where in fields, (where, rep.problems)
 
 
 def test_searched_premise_gives_unknown_status(tmp_path, capsys):
@@ -119,17 +186,31 @@ def test_searched_premise_gives_unknown_status(tmp_path, capsys):
                "--no-numeric"])
     assert rc == 1
     capsys.readouterr()
-    c = json.loads(out.read_text())
+    c = load_certificate(out)
     assert c["premises"]["status"] == "searched (not proved)" and c["premises"]["method"] == "searched"
+    assert c["analysis"]["options"] == {"method": "searched", "exhaustive_limit": 100, "search_words": 300,
+                                        "search_max_len": 12, "seed": 0}
     assert all(cl["status"] == "proved" for cl in c["claims"])
     assert c["status"] == "unknown"
-    rep = verify_certificate(c, rerun_queries=False)
+    rep = verify_certificate(c)
     assert rep.ok, rep.problems
     assert any("searched premises" in x for x in rep.checked)
     # claiming "proved" for it is caught
-    c["status"] = "proved"
-    fields, _ = _problems(_rehash(c))
+    fields, _ = _problems(_rehash({**copy.deepcopy(c), "status": "proved"}))
     assert "status" in fields
+    # a searched value is re-evaluated exactly at its attaining input: a larger stored gap or a
+    # smaller tie count than the input shows is caught, and the premises follow the stored values
+    for edit, where in (
+            (lambda x: x["analysis"]["gap_report"]["heads"][0].update(gap="100"), "analysis.gap_report.heads[0].gap"),
+            (lambda x: x["analysis"]["gap_report"]["heads"][0].update(ties_max=0),
+             "analysis.gap_report.heads[0].ties_max"),
+            (lambda x: x["analysis"]["gap_report"]["heads"][0].update(attained_by={"word": ["x"], "row": 1}),
+             "analysis.gap_report.heads[0].attained_by"),
+            (lambda x: x["premises"]["heads"][0].update(gap="100"), "premises.heads[0].gap")):
+        c2 = copy.deepcopy(c)
+        edit(c2)
+        fields, rep = _problems(_rehash(c2))
+        assert where in fields, (where, rep.problems)
 
 
 def test_certify_model_needs_epsilon_and_reports_not_simulable(tmp_path, capsys):
@@ -145,11 +226,15 @@ def test_certify_model_needs_epsilon_and_reports_not_simulable(tmp_path, capsys)
     out = tmp_path / "u.cert.json"
     rc = main(["certify", "--model", str(p), "--n-max", "5", "--epsilon", "1/10", "--find-tau", "-o", str(out)])
     capsys.readouterr()
-    c = json.loads(out.read_text())
+    c = load_certificate(out)
     assert rc == 0 and c["status"] == "proved"
     tb = c["premises"]["tie_break"]
     assert tb["heads"][0]["head"] == "last_a" and tb["hard_outputs_unchanged"]["same"]
-    assert verify_certificate(c, rerun_queries=False).ok
+    assert tb["hard_outputs_unchanged"]["exhaustive"] and c["analysis"]["gap_report_before_tie_break"] is not None
+    rep = verify_certificate(c)  # the replay re-plans the tie-break and re-runs both analyses
+    assert rep.ok, rep.problems
+    fields, _ = _problems(_rehash({**copy.deepcopy(c), "source": {**c["source"], "tie_break": {"last_a": "1/4"}}}))
+    assert fields == ["source.tie_break.last_a"]
 
 
 def test_model_certificate_python_api_matches_cli(cert):
@@ -157,7 +242,8 @@ def test_model_certificate_python_api_matches_cli(cert):
     c, an = build_model_construction(spec, n_max=9, epsilon=Fraction(1, 4))
     c2 = certify_model(c, an, n_max=9, tau=1 / Fraction(cert["construction"]["inv_tau"]), numeric=False)
     assert c2["claims"][0]["expr_srepr"] == cert["claims"][0]["expr_srepr"]
-    assert c2["status"] == "proved"
+    assert c2["status"] == "proved" and c2["kind"] == "model"
+    assert verify_certificate(json.loads(json.dumps(c2))).ok
 
 
 def test_unnamed_headless_model_round_trip(tmp_path, capsys):
@@ -172,7 +258,7 @@ def test_unnamed_headless_model_round_trip(tmp_path, capsys):
     p.write_text(json.dumps(doc))
     out = tmp_path / "c.json"
     assert main(["certify", "--model", str(p), "--n-max", "6", "--epsilon", "1/100", "--find-tau", "-o", str(out)]) == 0
-    c = json.loads(out.read_text())
+    c = load_certificate(out)
     assert c["claims"][0]["expr_text"] == "0" and c["source"]["model"]["name"] == "nohead"
     assert main(["verify", str(out)]) == 0
     capsys.readouterr()
@@ -189,23 +275,20 @@ def test_epsilon_margin():
 def test_verify_rejects_a_range_beyond_the_premises(tmp_path):
     """A model claim holds only for the lengths its gap premises cover (found by review: verify used
     to accept a range edited beyond source.n_max, hashes recomputed)."""
-    import copy
-
-    from softhard.solver.certificate import compute_hashes, verify_certificate
-    from softhard.solver.cli import main
     out = tmp_path / "ab.json"
     assert main(["certify", "--model", str(EXAMPLE), "--n-max", "6",
                  "--epsilon", "1/4", "--find-tau", "--no-numeric", "-o", str(out)]) == 0
-    cert = json.loads(out.read_text())
+    cert = load_certificate(out)
     assert verify_certificate(cert).ok
     forged = copy.deepcopy(cert)
     forged["range"]["n_max"] = 1000
     for cl in forged["claims"]:
         cl["n_hi"] = 1000
-    forged["hashes"] = compute_hashes(forged)
-    rep = verify_certificate(forged)
+    rep = verify_certificate(_rehash(forged))
     assert not rep.ok
     assert any(f == "range.n_max" and "premises" in m for f, m in rep.problems), rep.problems
+    forged = _rehash({**copy.deepcopy(cert), "range": {**cert["range"], "all_n": True}})
+    assert [f for f, _ in verify_certificate(forged).problems] == ["range.all_n"]
 
 
 def test_epsilon_above_the_margin_claims_no_rounding(tmp_path, capsys):
@@ -215,10 +298,37 @@ def test_epsilon_above_the_margin_claims_no_rounding(tmp_path, capsys):
     out = tmp_path / "e5.json"
     rc = main(["certify", "--model", str(EXAMPLE), "--n-max", "8", "--epsilon", "5", "--find-tau", "-o", str(out)])
     text = capsys.readouterr().out
-    c = json.loads(out.read_text())
+    c = load_certificate(out)
     assert c["premises"]["output_margins"][0]["epsilon_below_margin"] is False
     num = c["numeric"]
     assert rc == 0 and c["status"] == "proved" and num["ok"]
     assert num["mismatched_outputs"] == 0 and num["mismatched_outputs_unguarded"] > 0
     assert "rounding not claimed" in text and "FAILED" not in text
     assert main(["verify", str(out)]) == 0
+
+
+# --------------------------------------------------------------------------------------------
+# every field of a real certificate edited, one at a time (issue 12)
+
+#: the certificate's inputs (the embedded model, N, ε, the range, the searched τ, the analysis
+#: method): an edit there must be rejected, and shows up in the fields derived from it rather than
+#: at itself.  Every other field (source.tie_break and source.premises too) is re-derived.
+INPUTS = ("source.model", "source.model_sha256", "source.n_max", "source.epsilon", "range", "analysis.options",
+          "search.per_bound[*].inv_tau_certified")
+
+
+@pytest.fixture(scope="module")
+def ab12():
+    spec = load_model(EXAMPLE)
+    c, an = build_model_construction(spec, n_max=12, epsilon=Fraction(1, 4))
+    return json.loads(json.dumps(certify_model(c, an, n_max=12, find_tau=True)))
+
+
+def test_every_edit_of_a_model_certificate_is_caught(ab12):
+    """Each leaf changed and each key/item deleted, hashes recomputed: verify rejects every edit
+    outside the measured fields and names its path (about 1200 edits, ~30 s: edits of derived
+    fields reuse the one cached replay)."""
+    assert verify_certificate(ab12).ok
+    t0 = time.perf_counter()
+    assert undetected(ab12, "model", verify_certificate, inputs=INPUTS) == []
+    print(f"tamper: {time.perf_counter() - t0:.1f} s")

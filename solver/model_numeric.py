@@ -1,0 +1,213 @@
+"""Numeric confirmation of a model certificate (measured; THEORY §6, §7), and its consistency checks.
+
+:func:`observe_model` runs the float64 model hard and soft at the certified temperature on every
+input family of :func:`model_families` against the exact hard model: per output node the worst
+|soft − hard| against the composed bound, per head its written error against the head's bound,
+and the rounded outputs that differ.  A numeric run confirms or refutes, never proves; in a
+certificate the whole ``numeric`` section is *measured* (the schema's ``x-measured``) and
+:func:`check_numeric` checks it against itself and the re-derived bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import sympy as sp
+
+from ..bounds.derive import evaluate
+from ..constructions.exact import ExactEngine, to_float
+from ..constructions.gaps import GapReport, all_tokens, count_words, read_rows
+from ..constructions.engine import forward
+from ..constructions.hard_model import HardModel
+from .pipeline import Construction
+from .replay import VerifyReport
+
+
+def allowance_abs(x: np.ndarray) -> float:
+    """Float64 allowance for an observed |soft − hard| difference: ``2^-40·(1 + max|x|)``
+    (heuristic; numerics confirm, never prove: THEORY §7)."""
+    return float(2.0**-40 * (1.0 + float(np.max(np.abs(x))) if x.size else 1.0))
+
+
+def model_families(c: Construction, report: GapReport, n_max: int, *, exhaustive_words: int = 4096,
+                   random_count: int = 400, random_n_max: int = 256, seed: int = 0) -> dict[str, list]:
+    """Input families for the numeric confirmation: every word up to the length where the count
+    exceeds ``exhaustive_words``; random words on a log grid of lengths; the gap-attaining words."""
+    alph = c.model.alphabet
+    k = len(alph)
+    exh = []
+    for L in range(1, n_max + 1):
+        if count_words(k, L) > exhaustive_words:
+            break
+        for tok in all_tokens(k, L):
+            exh.extend(tuple(alph[t - 1] for t in row) for row in tok)
+    rng = np.random.default_rng(seed)
+    top = min(random_n_max, n_max)
+    grid = sorted({max(1, int(round(top ** (t / 15)))) for t in range(16)})
+    per = max(1, random_count // len(grid))
+    rnd = [tuple(alph[int(i)] for i in rng.integers(0, k, size=L)) for L in grid for _ in range(per)]
+    adv = []
+    for h in report.heads.values():
+        for w in (h.word, h.word_untied):
+            if w is not None:
+                adv.append(tuple(w))
+    for o in report.outputs.values():
+        if o.word is not None:
+            adv.append(tuple(o.word))
+    fams = {"exhaustive": exh, "random": rnd, "adversarial": list(dict.fromkeys(adv))}
+    return {k_: v for k_, v in fams.items() if v}
+
+
+def observe_model(c: Construction, families: dict[str, list], inv_tau: float, progress=None,
+                  head_bounds: dict[str, sp.Expr] | None = None, guarded: set[str] | None = None) -> dict:
+    """Run the float model hard and soft at ``inv_tau`` on every family; per output node and length,
+    the largest |soft − hard| over the output coordinates at every position, against the bound.
+
+    ``head_bounds`` (head name → the head's written-error bound, an expression in n and τ): also
+    report, per head, the largest observed |soft output − hard output|·W_O (each on its own run's
+    residual stream, as in THEORY §6) against it (key ``heads``).
+
+    ``guarded``: names of the boolean/categorical outputs whose rounded values the certificate
+    claims equal to the hard model's (ε below their margin; default all).  A rounded output that
+    differs on any other output is counted in ``mismatched_outputs_unguarded`` and is no failure:
+    with ε ≥ margin the claim never said it would round equal."""
+    hm: HardModel = c.model.meta["hard_model"]
+    eng = ExactEngine(hm)
+    labels = c.model.labels
+    it_frac = Fraction(inv_tau)
+    per_node: dict[str, list[dict]] = {v: [] for v in c.bounds}
+    per_head: dict[str, dict] = {}
+    wo = {h.name: h.W_O for b in c.model.blocks for h in b.heads}
+    mismatches = 0
+    unguarded = 0
+    max_dev = 0.0
+    words_per_family = {}
+    for fam, words in families.items():
+        if progress:
+            progress(fam)
+        words_per_family[fam] = len(words)
+        by_len: dict[int, list] = {}
+        for w in words:
+            by_len.setdefault(len(w), []).append(w)
+        for L, ws in sorted(by_len.items()):
+            for b0 in range(0, len(ws), 512):
+                chunk = ws[b0:b0 + 512]
+                tok = c.model.encode(chunk)
+                ex = eng.run(tok, keep_written=bool(head_bounds))  # the exact hard model is the reference
+                hard_x = to_float(ex.x)
+                soft = forward(c.model, tok, mode="soft", inv_tau=inv_tau)
+                allow = allowance_abs(hard_x)
+                for name, hb in (head_bounds or {}).items():
+                    dw = np.abs(soft.heads[name].soft[:, 1:] @ wo[name] - to_float(ex.written[name])[:, 1:])
+                    ob = float(dw.max()) if dw.size else 0.0
+                    bd = float(evaluate(hb, n_value=L, inv_tau=it_frac))
+                    cur = per_head.setdefault(name, {"worst_ratio": 0.0, "observed": 0.0, "bound": bd, "n": L,
+                                                     "allowance_abs": allow, "violations": 0})
+                    r = ob / bd if bd > 0 else (0.0 if ob == 0 else float("inf"))
+                    if ob > bd + allow:
+                        cur["violations"] += 1
+                    if r >= cur["worst_ratio"]:
+                        cur.update(worst_ratio=r, observed=ob, bound=bd, n=L, allowance_abs=allow)
+                for o in hm.outputs:
+                    node = f"out:{o.name}"
+                    cols = [labels.index(hm.labels[k]) for k in o.coords]
+                    diff = np.abs(soft.x[:, 1:, cols] - hard_x[:, 1:, cols]).max(axis=2)
+                    bi, ri = np.unravel_index(int(np.argmax(diff)), diff.shape)
+                    obs = float(diff[bi, ri])
+                    max_dev = max(max_dev, obs)
+                    bd = float(c.bounds[node].value(L, it_frac, c.beta, c.eta))
+                    if bd == 0 and obs <= allow:
+                        obs = 0.0  # below float64 resolution (THEORY §7): not an observation of error
+                    per_node[node].append({"family": fam, "n": L, "inputs": len(chunk), "observed": obs, "bound": bd,
+                                           "allowance_abs": allow, "word": " ".join(chunk[bi]), "row": int(ri) + 1})
+                    rows = [r for r in read_rows(o.at, L)]
+                    differ = 0
+                    if o.type == "boolean":
+                        th = float(o.threshold)
+                        hs, ss = hard_x[:, rows, cols[0]] > th, soft.x[:, rows, cols[0]] > th
+                        differ = int(np.sum(hs != ss))
+                    elif o.type == "categorical":
+                        ha = np.argmax(hard_x[:, rows][..., cols], axis=-1)
+                        sa = np.argmax(soft.x[:, rows][..., cols], axis=-1)
+                        differ = int(np.sum(ha != sa))
+                    if guarded is None or o.name in guarded:
+                        mismatches += differ
+                    else:
+                        unguarded += differ
+    nodes = {}
+    for node, rows in per_node.items():
+        if not rows:
+            continue
+        def ratio(r):
+            return r["observed"] / r["bound"] if r["bound"] > 0 else (0.0 if r["observed"] == 0 else float("inf"))
+        w = max(rows, key=ratio)
+        viol = sum(r["observed"] > r["bound"] + r["allowance_abs"] for r in rows)
+        nodes[node] = {
+            "inputs": sum(r["inputs"] for r in rows), "worst_observed": w["observed"], "bound_there": w["bound"],
+            "ratio": ratio(w), "at_n": w["n"], "family": w["family"],
+            "word": w["word"] if len(w["word"]) <= 64 else w["word"][:61] + "...", "row": w["row"],
+            "allowance_rel": (w["allowance_abs"] / w["bound"]) if w["bound"] > 0 else 0.0,
+            "violations": viol,
+            "max_ratio_by_family": {f: max(ratio(r) for r in rows if r["family"] == f)
+                                    for f in dict.fromkeys(r["family"] for r in rows)},
+            "max_observed": max(r["observed"] for r in rows),
+        }
+    ok = (all(v["violations"] == 0 for v in nodes.values()) and mismatches == 0
+          and all(v["violations"] == 0 for v in per_head.values()))
+    return {"inv_tau_float": float(inv_tau), "families": words_per_family, "mismatched_outputs": mismatches,
+            "mismatched_outputs_unguarded": unguarded,
+            "mismatches_count": "positions whose rounded output differs from the hard model's; 'unguarded': on "
+                                "outputs whose margin is <= epsilon (rounding not claimed)",
+            "max_output_deviation": max_dev, "ok": ok, "nodes": nodes, "heads": per_head,
+            "note": ("observed = max over words and positions of |soft - hard| on the output coordinates (float64); "
+                     "a numeric run confirms or refutes, never proves (THEORY §7)")}
+
+
+
+
+def _ratio(observed: float, bound: float) -> float:
+    return observed / bound if bound > 0 else (0.0 if observed == 0 else float("inf"))
+
+
+def check_numeric(num: dict | None, c: Construction, head_bounds: dict[str, sp.Expr], inv_tau: Fraction,
+                  rep: VerifyReport) -> None:
+    """The model-specific consistency of a measured ``numeric`` section (the formula kind's
+    checks of the per-node summary — bound there, ratio, violations, ``ok`` — run first): it was
+    run at the certified 1/τ, every output node saw every input, and per head the stored bound is
+    the head's bound at the stored length, the ratio is observed/bound, an observation above the
+    bound (plus its float64 allowance) is counted as a violation, and ``ok`` is false if one is."""
+    if not num:
+        return
+    if not math.isclose(float(num["inv_tau_float"]), float(inv_tau), rel_tol=1e-12):
+        rep.add("numeric.inv_tau_float", f"{num['inv_tau_float']!r} is not the certified 1/tau {float(inv_tau)!r}")
+    total = sum(int(v) for v in num["families"].values())
+    for v, s in num["nodes"].items():
+        if s["inputs"] != total:
+            rep.add(f"numeric.nodes.{v}.inputs", f"{s['inputs']} inputs, but the families hold {total}")
+        if s["max_observed"] < s["worst_observed"]:
+            rep.add(f"numeric.nodes.{v}.max_observed", "is below the worst observation")
+    for v in c.bounds:
+        if v not in num["nodes"]:
+            rep.add("numeric.nodes", f"no result for output node {v!r}")
+    it = Fraction(num["inv_tau_float"])
+    heads = num.get("heads") or {}
+    for h, s in heads.items():
+        where = f"numeric.heads.{h}"
+        if h not in head_bounds:
+            rep.add(where, "not a head of the model")
+            continue
+        bd = float(evaluate(head_bounds[h], n_value=int(s["n"]), inv_tau=it))
+        if abs(bd - s["bound"]) > 1e-12 * max(abs(bd), 1e-300):
+            rep.add(f"{where}.bound", f"stored {s['bound']!r} but the head's bound at n = {s['n']} is {bd!r}")
+        r = _ratio(s["observed"], s["bound"])
+        if abs(r - s["worst_ratio"]) > 1e-9 * max(1.0, abs(r)):
+            rep.add(f"{where}.worst_ratio", f"stored {s['worst_ratio']!r} but observed/bound = {r!r}")
+        if s["observed"] > s["bound"] + s["allowance_abs"] and s["violations"] == 0:
+            rep.add(f"{where}.violations", "the observation exceeds the bound but no violation is recorded")
+    for h in head_bounds:
+        if heads and h not in heads:
+            rep.add("numeric.heads", f"no result for head {h!r}")
+    if num["ok"] and any(s["violations"] for s in heads.values()):
+        rep.add("numeric.ok", "says ok but a head's bound was exceeded")
