@@ -22,6 +22,7 @@ import sympy as sp
 from . import counting  # noqa: F401  (registers the counting bound rules)
 from . import selection as S
 from .core import Bound, beta, eta, n, tau
+from .params import Params
 from .rules import BOUND_RULES, bound_rule
 
 DPS = 50
@@ -71,10 +72,13 @@ def fix(expr: sp.Expr, fixed: dict) -> sp.Expr:
                       for k, v in fixed.items()})
 
 
-def in_tau(b: Bound, fixed: dict | None = None) -> sp.Expr:
+def in_tau(b: Bound, fixed: Params | dict | None = None) -> sp.Expr:
     """The bound's error expression with its search parameter renamed to τ and the other fixed
-    parameters substituted, so the τ-based numeric tools (:func:`required_inv_tau`, ``find_inv_tau``)
-    compute ``1/parameter`` for any parameter (e.g. ``1/ε_LN``)."""
+    parameters (a :class:`Params`, or ``{name: value}``) substituted, so the τ-based numeric tools
+    (:func:`required_inv_tau`, ``find_inv_tau``) compute ``1/parameter`` for any parameter (e.g.
+    ``1/ε_LN``)."""
+    if isinstance(fixed, Params):
+        fixed = fixed.exact()
     fixed = {k: v for k, v in (fixed or {}).items() if k != str(b.parameter)}
     e = fix(b.leak, fixed)
     return e if b.parameter == tau else e.subs(b.parameter, tau)

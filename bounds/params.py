@@ -8,8 +8,8 @@ where parameters are substituted into SymPy expressions.
 Names and meanings (never mixed):
 
 * ``regime``: "T" (bounded PE j/n, τ(n) shrinks with n), "U" (unbounded PE j, one τ), "P" (U plus
-  j², (−1)^j for parity) — THEORY §4, §5;
-* ``beta``: β, the regime-T tie-break weight, 0 < β ≤ 1/4 (THEORY §4);
+  j², (−1)^j for parity) — THEORY §4, §5; ``None`` for model files and Tracr (their own PE);
+* ``beta``: β, the regime-T tie-break weight, 0 < β ≤ 1/4 (THEORY §4); ``None`` where unused;
 * ``eta``: η, the Boolean rounding margin of formula clean-ups, 0 < η < 1/2 (THEORY §3);
 * ``epsilon``: ε, the output tolerance of a model-file or Tracr construction, ε > 0 (THEORY §6);
 * ``eps_ln``: ε_LN ≥ 0 of layer-norm comparators (THEORY §5 (a)); ``None`` when there is none;
@@ -63,8 +63,8 @@ class Params:
     stored as :class:`fractions.Fraction`.  Raises :class:`ParameterError` naming the parameter.
     """
 
-    regime: str = "T"
-    beta: Fraction = DEFAULT_BETA
+    regime: str | None = "T"
+    beta: Fraction | None = DEFAULT_BETA
     eta: Fraction | None = DEFAULT_ETA
     epsilon: Fraction | None = None
     eps_ln: Fraction | None = None
@@ -72,9 +72,10 @@ class Params:
     inv_tau: Fraction | None = None
 
     def __post_init__(self) -> None:
-        check_regime(self.regime)
+        if self.regime is not None:
+            check_regime(self.regime)
         set_ = object.__setattr__
-        set_(self, "beta", check_beta(self.beta))
+        set_(self, "beta", None if self.beta is None else check_beta(self.beta))
         set_(self, "eta", None if self.eta is None else check_eta(self.eta))
         set_(self, "epsilon", None if self.epsilon is None else check_epsilon(self.epsilon))
         set_(self, "eps_ln", None if self.eps_ln is None else check_eps_ln(self.eps_ln))
@@ -101,8 +102,8 @@ class Params:
 
     def exact(self) -> dict[str, Fraction]:
         """The numeric parameters that are set (not ``inv_tau``), by their symbol's name."""
-        out = {"beta": self.beta}
-        for k in ("eta", "epsilon", "eps_ln"):
+        out = {}
+        for k in ("beta", "eta", "epsilon", "eps_ln"):
             v = getattr(self, k)
             if v is not None:
                 out[k] = v
@@ -129,7 +130,7 @@ class Params:
 
     def to_json(self) -> dict:
         """Exact strings (``"1/4"``) for the numbers that are set; ``None`` values left out."""
-        out: dict = {"regime": self.regime}
+        out: dict = {} if self.regime is None else {"regime": self.regime}
         for k in ("beta", "eta", "epsilon", "eps_ln", "inv_tau"):
             v = getattr(self, k)
             if v is not None:

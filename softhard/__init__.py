@@ -19,10 +19,7 @@ certificate is verified by the one :func:`verify`.  Errors are :class:`SofthardE
 
 from __future__ import annotations
 
-from importlib import metadata
-
-from .solver.api import (Params, SofthardError, build, build_model, certify, certify_model, certify_tracr, confirm,
-                   derive, load_certificate, load_formula, load_model, load_tracr, run, verify, write_certificate)
+from importlib import import_module, metadata
 
 try:
     __version__ = metadata.version("softhard")
@@ -32,3 +29,15 @@ except metadata.PackageNotFoundError:  # pragma: no cover - running from a sourc
 __all__ = ["__version__", "Params", "SofthardError", "load_formula", "load_model", "load_tracr", "build",
            "build_model", "derive", "certify", "certify_model", "certify_tracr", "verify", "load_certificate",
            "write_certificate", "run", "confirm"]
+
+
+def __getattr__(name: str):
+    """The API names load :mod:`softhard.solver.api` on first use (PEP 562), so importing a
+    subpackage (the command line: ``softhard.solver.cli``) does not load every stage."""
+    if name in __all__:
+        return getattr(import_module("softhard.solver.api"), name)
+    raise AttributeError(f"module 'softhard' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -29,6 +29,7 @@ import sympy as sp
 from ..bounds.confirm import attention_ancestors, confirm
 from ..bounds.core import tau as tau_sym
 from ..bounds.derive import NodeBound, evaluate, in_tau, required_inv_tau
+from ..bounds.params import Params
 from ..constructions.counting import adversarial_layernorm_words
 from ..constructions.errors import CertificateError, ParameterError, SearchFailed
 from ..constructions.simulate import adversarial_words, all_words, leak_rounding_allowance, random_words
@@ -136,7 +137,7 @@ def precision_section(c: Construction, n_max: int, inv_tau: Fraction, all_n: boo
     n_chk = n_max
     worst = max((float(nb.value(n_chk, inv_tau, c.beta, c.eta)) for nb in c.bounds.values()), default=0.0)
     if all_n:
-        worst = max([worst] + [float(c.bounds[v].bound.all_n.subs(c.subs(inv_tau)))
+        worst = max([worst] + [float(c.params.substitute(c.bounds[v].bound.all_n, inv_tau=inv_tau))
                                for v in c.bounds if c.bounds[v].bound.all_n is not None])
     scale = 1 + float(beta) + 0.5 if c.regime == "T" else 2.0 * (n_chk + 1)  # Σ|q_c k_c| ≤ i + j
     allow = leak_rounding_allowance(scale, 2, float(inv_tau), n_chk + 1)
@@ -156,7 +157,7 @@ def float64_margin(c: Construction, b, n_bind: int | None, lo: int) -> float:
         return 1e-9
     nb_ = n_bind if n_bind is not None else 10**6
     x = float(required_inv_tau(b.leak if n_bind is not None or b.all_n is None else b.all_n,
-                               n_value=max(nb_, lo), eta_value=c.eta, beta_value=c.beta))
+                               n_value=max(nb_, lo), eta_value=c.tolerance, beta_value=c.beta))
     scale = 1 + float(c.beta) + 0.5 if c.regime == "T" else 2.0 * (nb_ + 1)  # Σ|q_c k_c| ≤ i + j
     return max(1e-9, 10 * leak_rounding_allowance(scale, 2, max(x, 1e-9), nb_ + 1))
 
@@ -177,10 +178,10 @@ class Target:
     def reference(self, c: Construction, n_max: int) -> tuple[float, float | None, float | None]:
         b = self.nb.bound
         tight = float(required_inv_tau(self.leak_at(self.n_bind), n_value=self.n_bind if self.n_bind is not None else 1,
-                                       eta_value=c.eta, beta_value=c.beta))
-        closed = (float(evaluate(b.inv_tau_star, n_value=n_max, inv_tau=1, beta_value=c.beta, eta_value=c.eta))
+                                       eta_value=c.tolerance, beta_value=c.beta))
+        closed = (float(evaluate(b.inv_tau_star, n_value=n_max, inv_tau=1, beta_value=c.beta, eta_value=c.tolerance))
                   if b.inv_tau_star is not None else None)
-        generic = (float(required_inv_tau(b.generic, n_value=n_max, eta_value=c.eta, beta_value=c.beta))
+        generic = (float(required_inv_tau(b.generic, n_value=n_max, eta_value=c.tolerance, beta_value=c.beta))
                    if b.generic is not None and n_max >= 2 else None)
         return tight, closed, generic
 
@@ -196,7 +197,7 @@ def targets(c: Construction, n_lo: int, n_max: int, all_n: bool, tune: tuple[str
         if not all_n and lo > n_max:
             continue
         hi = None if all_n else n_max
-        fixed = {k: v for k, v in c.subs().items()}
+        fixed = c.params.substitution(keep=(b.parameter,))
 
         def make(x, b=b, lo=lo, hi=hi, fixed=fixed, label=nb.node):
             s = dict(fixed)
@@ -208,7 +209,7 @@ def targets(c: Construction, n_lo: int, n_max: int, all_n: bool, tune: tuple[str
         def leak_at(k, b=b):
             if k is None and b.all_n is not None:
                 return b.all_n.subs(b.parameter, tau_sym)
-            return in_tau(b, c.params)
+            return in_tau(b, c.params.exact())
 
         n_bind = None if (all_n and b.all_n is not None) else (n_max if not all_n else max(lo, 2))
         out.append(Target(nb, lo, hi, n_bind, make, leak_at))
@@ -233,7 +234,7 @@ def search_values(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s
     for tg in targets(c, n_lo, n_max, all_n, tune):
         nb, b = tg.nb, tg.nb.bound
         margin = float64_margin(c, b, tg.n_bind, tg.lo)
-        res = find_inv_tau(tg.make, tg.leak_at, n_bind=tg.n_bind, eta=c.eta, beta=c.beta, timeout_s=timeout_s,
+        res = find_inv_tau(tg.make, tg.leak_at, n_bind=tg.n_bind, tolerance=c.tolerance, beta=c.beta, timeout_s=timeout_s,
                            margin=margin, check=proofs.check)
         row = {"node": nb.node, "inv_tau_certified": frac_str(res.inv_tau) if res.inv_tau is not None else None,
                "rounds": res.rounds, "message": res.message, "empirical": None}
@@ -259,7 +260,7 @@ def _empirical(c: Construction, tg: Target, key: str, n_max: int, all_n: bool, t
     cert_emp = certified
     if n_emp != n_max and not all_n:
         r2 = find_inv_tau(lambda x, mk=tg.make, k=n_emp: Claim(mk(x).expr, mk(x).eta, tg.lo, k, label=tg.nb.node),
-                          tg.leak_at, n_bind=n_emp, eta=c.eta, beta=c.beta, timeout_s=timeout_s, check=proofs.check)
+                          tg.leak_at, n_bind=n_emp, tolerance=c.tolerance, beta=c.beta, timeout_s=timeout_s, check=proofs.check)
         cert_emp = r2.inv_tau
     return {"n": n_emp, "inv_tau_empirical": x_emp, "runs": runs,
             "inv_tau_certified_at_n": frac_str(cert_emp) if cert_emp is not None else None,
@@ -418,7 +419,7 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
                                + "; ".join(f"{r['node']}: {r['message']}" for r in bad))
         inv_tau, params = found_params(c, found, n_lo, n_max, all_n, tune)
         if params:  # e.g. ε_LN: rebuild the construction with the value found
-            c = rebuild(c.source, c.regime, {**c.params, **params})
+            c = rebuild(c.source, c.params.with_(**params))
     else:
         inv_tau = 1 / tau
     t_solve = time.perf_counter()
@@ -445,6 +446,18 @@ def _inputs(cert: dict) -> object:
             cert["construction"]["inv_tau"], cert["range"], rows, (srch or {}).get("params"), cert.get("numeric")]
 
 
+def construction_params(cert: dict) -> Params:
+    """The certificate's parameters as one :class:`Params` (``construction.regime``,
+    ``construction.params``, the source's comparator).  Raises :class:`CertificateError` naming
+    ``construction.params`` for a value that is not a valid parameter."""
+    con = cert["construction"]
+    try:
+        exact = {k: parse_frac(v, f"construction.params.{k}") for k, v in con["params"].items()}
+        return Params(regime=con["regime"], comparator=cert["source"].get("comparator"), **exact)
+    except (ParameterError, TypeError) as e:
+        raise CertificateError(f"construction.params: {e}", path="construction.params") from None
+
+
 def replay(cert: dict, timeout_s: float) -> tuple[dict, Construction]:
     """Re-assemble a formula (or model-file) certificate from its stored source, parameters,
     searched values and measured fields (module docstring); returns it with the rebuilt
@@ -453,18 +466,18 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, Construction]:
     con, rng = cert["construction"], cert["range"]
     if not 1 <= rng["n_min"] <= rng["n_max"]:
         raise CertificateError(f"range: need 1 <= n_min <= n_max, got {rng['n_min']}, {rng['n_max']}", path="range")
-    params = {k: parse_frac(v, f"construction.params.{k}") for k, v in con["params"].items()}
+    params = construction_params(cert)
     srch = cert.get("search")
     found = None
     tune = ("tau",)
     if srch is not None:
         found = [{k: r.get(k) for k in ("node", "inv_tau_certified", "rounds", "empirical")} for r in srch["per_bound"]]
         tune = ("tau",) + tuple(srch.get("params") or {})
-    c = rebuild(cert["source"], con["regime"], params)
+    c = rebuild(cert["source"], params)
     if found is not None:
         inv_tau, tuned = found_params(c, found, rng["n_min"], rng["n_max"], rng["all_n"], tune)
         if tuned:
-            c = rebuild(cert["source"], con["regime"], {**params, **tuned})
+            c = rebuild(cert["source"], params.with_(**tuned))
     else:
         inv_tau = parse_frac(con["inv_tau"], "construction.inv_tau")
         if inv_tau <= 0:
@@ -513,7 +526,7 @@ def _check_numeric(num: dict | None, c: Construction, rep: VerifyReport) -> None
         if v not in c.bounds:
             rep.add(f"numeric.nodes.{v}", "unknown node")
             continue
-        bd = float(c.bounds[v].value(s["at_n"], inv_tau, c.beta, c.eta))
+        bd = float(c.bounds[v].value(s["at_n"], inv_tau, c.beta, c.tolerance))
         if abs(bd - s["bound_there"]) > 1e-12 * max(abs(bd), 1e-300):
             rep.add(f"numeric.nodes.{v}.bound_there", f"stored {s['bound_there']!r} but the bound at n = {s['at_n']} "
                                                       f"is {bd!r}")
@@ -529,7 +542,7 @@ def _check_numeric(num: dict | None, c: Construction, rep: VerifyReport) -> None
             a_num = (num.get("nodes") or {}).get(anc) or {}
             if anc not in attention_ancestors(c.model, c.bounds).get(v, []):
                 rep.add(f"numeric.nodes.{v}.premise", f"names {anc!r}, which is not an attention node below {v!r}")
-            elif not a_num.get("largest_leak", 0.0) > float(c.eta):
+            elif not a_num.get("largest_leak", 0.0) > float(c.tolerance):
                 rep.add(f"numeric.nodes.{v}.premise", f"names {anc!r}, whose largest observed error does not "
                                                       f"exceed eta")
         elif viol and s["violations"] == 0:

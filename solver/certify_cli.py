@@ -80,7 +80,7 @@ def cmd_certify(args) -> int:
     from .cli import _construction, _eps_ln
     c = _construction(args, spec)
     # --find-tau also finds the largest certifiable layer-norm epsilon unless --eps-ln fixes it
-    tune = ("eps_ln",) if args.find_tau and _eps_ln(args) is None and "eps_ln" in c.params else ()
+    tune = ("eps_ln",) if args.find_tau and _eps_ln(args) is None and c.params.eps_ln is not None else ()
     if args.output:  # fail before the work if the output cannot be written
         from .certjson import check_output_path
         check_output_path(args.output, force=args.force)

@@ -65,7 +65,7 @@ class ClaimSpec:
 
 def claim_specs(c: Construction, inv_tau: Fraction, n_lo: int, n_max: int, all_n: bool) -> list[ClaimSpec]:
     """The distinct claims for construction ``c`` at ``1/τ = inv_tau`` (one per distinct bound)."""
-    subs = c.subs(inv_tau)
+    subs = c.params.substitution(inv_tau=inv_tau)
     out: dict[tuple, ClaimSpec] = {}
     for v, nb in c.bounds.items():
         b = nb.bound
@@ -106,7 +106,7 @@ def construction_static(c: Construction, inv_tau: Fraction) -> dict:
     return {
         "title": c.title, "kind": c.kind, "regime": c.regime,
         "positional": c.model.positional_name, "bounded_positional": c.model.bounded,
-        "params": {k: frac_str(v) for k, v in c.params.items()},
+        "params": {k: frac_str(v) for k, v in c.params.exact().items()},
         "tau": frac_str(1 / inv_tau), "inv_tau": frac_str(inv_tau),
         "inv_tau_decimal": mpmath.nstr(mpmath.mpf(inv_tau.numerator) / inv_tau.denominator, 15),
     }

@@ -262,7 +262,7 @@ def cmd_run(args) -> int:
     result = {
         "formula": str(c.spec.formula), "alphabet": list(c.spec.alphabet), "word": word, "n": n,
         "regime": c.regime, "beta": str(c.beta), "eta": str(c.eta), "inv_tau": inv_tau, "tau": 1 / inv_tau,
-        "comparator": c.source.get("comparator"), "eps_ln": str(c.params["eps_ln"]) if "eps_ln" in c.params else None,
+        "comparator": c.source.get("comparator"), "eps_ln": str(c.params.eps_ln) if c.params.eps_ln is not None else None,
         "tau_source": "--tau" if args.tau is not None else "closed form 1/tau*(n, eta)",
         "judged_at": at, "positions": rows,
         "accepted": {"reference": bool(ref[k]), "hard": bool(hard.x[0, k + 1, root] > 0.5),
@@ -319,7 +319,7 @@ def cmd_bound(args) -> int:
         order, const = asymptotic_order(sp.simplify(b.inv_tau_star.subs(subs)))
         gen_star = b.inv_tau_star_generic
         gorder = asymptotic_order(gen_star.subs(subs))[0] if gen_star is not None else None
-        req = (float(required_inv_tau(in_tau(b, c.params), n_value=nmax, eta_value=c.eta, beta_value=c.beta))
+        req = (float(required_inv_tau(in_tau(b, c.params.exact()), n_value=nmax, eta_value=c.eta, beta_value=c.beta))
                if nmax >= b.n_min else 0.0)
         gen = (float(required_inv_tau(b.generic, n_value=nmax, eta_value=c.eta, beta_value=c.beta))
                if nmax >= 2 and b.generic is not None else None)

@@ -117,7 +117,7 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
                     bi, ri = np.unravel_index(int(np.argmax(diff)), diff.shape)
                     obs = float(diff[bi, ri])
                     max_dev = max(max_dev, obs)
-                    bd = float(c.bounds[node].value(L, it_frac, c.beta, c.eta))
+                    bd = float(c.bounds[node].value(L, it_frac, c.beta, c.tolerance))
                     if bd == 0 and obs <= allow:
                         obs = 0.0  # below float64 resolution (THEORY §7): not an observation of error
                     per_node[node].append({"family": fam, "n": L, "inputs": len(chunk), "observed": obs, "bound": bd,

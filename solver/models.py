@@ -48,7 +48,8 @@ import numpy as np
 
 from ..bounds.composed import ComposedBound, HeadPremise, composed_bound
 from ..bounds.intervals import down
-from ..bounds.core import Bound, eta
+from ..bounds.core import Bound, epsilon as epsilon_sym
+from ..bounds.params import Params
 from ..bounds.derive import NodeBound
 from ..constructions.errors import CertificateError, ParameterError, SearchFailed, SofthardError
 from ..constructions.exact import ExactEngine
@@ -117,13 +118,13 @@ def _construction(spec: ModelSpec, hm: HardModel, premises: dict[str, HeadPremis
     bounds = {}
     for o in hm.outputs:
         node = f"out:{o.name}"
-        b = Bound(kind="composed", regime="model", leak=cb.outputs[o.name], tolerance=eta, n_min=1, source=SOURCE,
+        b = Bound(kind="composed", regime="model", leak=cb.outputs[o.name], tolerance=epsilon_sym, n_min=1, source=SOURCE,
                   attained_by="an upper bound (not attained in general); see the numeric tightness")
         bounds[node] = NodeBound(node=node, operator="output", layer=L, formula=o.name, bound=b)
     nh = sum(len(h) for h in hm.heads)
     title = f"model {spec.name}: {L} layer(s), {nh} head(s), d = {hm.d}"
     c = Construction(kind="model", source=_source(spec, n_max, epsilon, betas, premises), title=title,
-                     regime="model", params={"eta": epsilon}, graph=cb.graph, model=hm.transformer(), bounds=bounds)
+                     regime="model", params=Params(regime=None, beta=None, eta=None, epsilon=epsilon), graph=cb.graph, model=hm.transformer(), bounds=bounds)
     return c, cb
 
 
@@ -377,7 +378,7 @@ def analysis_json(c: Construction, an: ModelAnalysis) -> dict:
         "gap_report_before_tie_break": report_json(an.report_before),
         "per_node": {v: {k: a[k] for k in ("kind", "local", "written", "error") if k in a}
                      for v, a in c.graph.nodes(data=True)},
-        "epsilon": str(c.eta),
+        "epsilon": str(c.params.epsilon),
         "options": dict(an.analysis_options),
     }
 
@@ -391,7 +392,7 @@ def assemble(c: Construction, an: ModelAnalysis, *, inv_tau: Fraction, n_lo: int
     arguments (measured fields aside): :func:`replay` relies on it."""
     cert = certificate.assemble(c, inv_tau=inv_tau, n_lo=n_lo, n_max=n_max, all_n=False, timeout_s=timeout_s,
                                 proofs=proofs, found=found, numeric=numeric, say=say)
-    cert["premises"] = premises_json(an, c.eta)
+    cert["premises"] = premises_json(an, c.params.epsilon)
     cert["analysis"] = analysis_json(c, an)
     cert["composed"] = COMPOSED
     cert["status"] = combine_status(cert["status"], cert["premises"]["status"])
@@ -433,7 +434,7 @@ def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int =
     if numeric:
         say("numeric confirmation")
         fams = model_families(c, an.report, n_max, **(numeric_opts or {}))
-        guarded = {o.name for o in an.report.outputs.values() if o.margin is not None and c.eta < o.margin}
+        guarded = {o.name for o in an.report.outputs.values() if o.margin is not None and c.params.epsilon < o.margin}
         num = observe_model(c, fams, float(inv_tau), head_bounds={h: v["error"] for h, v in an.bound.heads.items()},
                             guarded=guarded)
     t_num = time.perf_counter()

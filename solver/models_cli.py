@@ -352,7 +352,7 @@ def print_model_certificate(cert: dict, path) -> None:
     pr = cert["premises"]
     con.print(f"[bold]{cons['title']}[/bold]")
     con.print(f"positional: {cons['positional']} ({'bounded' if cons['bounded_positional'] else 'unbounded'}); "
-              f"epsilon = {cons['params']['eta']}; tau = {cons['tau']} (1/tau = {cons['inv_tau_decimal']}, "
+              f"epsilon = {cons['params']['epsilon']}; tau = {cons['tau']} (1/tau = {cons['inv_tau_decimal']}, "
               f"{cons['tau_choice']}); {rng['n_min']} <= n <= {rng['n_max']}")
     pcol = "green" if pr["status"].startswith("established") else "yellow"
     con.print(f"gap premises: [{pcol}]{pr['status']}[/{pcol}] ({pr['words']} of {pr['total_words']} words, "

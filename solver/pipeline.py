@@ -18,11 +18,11 @@ import sympy as sp
 from ..bounds.core import tau
 from ..bounds.derive import NodeBound, derive, evaluate, in_tau, required_inv_tau
 from ..constructions.compile import compile_formula
-from ..constructions.errors import CertificateError
+from ..bounds.params import Params
+from ..constructions.errors import CertificateError, ParameterError
+from ..constructions.parameters import DEFAULT_BETA, DEFAULT_ETA
 from ..constructions.parse import FormulaSpec, parse_formula
 from ..constructions.transformer import Transformer
-from ..constructions.parameters import (DEFAULT_BETA, DEFAULT_ETA, check_beta, check_comparator, check_eps_ln, check_eta,
-                                        check_regime)
 from ..constructions.weights import build_transformer
 
 
@@ -32,8 +32,8 @@ class Construction:
 
     * ``kind``/``source``: how to rebuild it (JSON-serialisable; see :data:`SOURCES`);
     * ``title``: one line for humans; ``regime``: "T", "U", "P" (or a kind-specific label);
-    * ``params``: exact fixed parameters by symbol name (``beta``, ``eta``, ``eps_ln`` for a
-      layer-norm comparator, …); the temperature ``tau`` is chosen per run or per certificate;
+    * ``params``: the one :class:`~softhard.bounds.params.Params` (β, η or ε, ε_LN, comparator);
+      the temperature τ is chosen per run or per certificate;
     * ``graph``, ``model``, ``bounds``: the computation graph, explicit transformer, node bounds;
     * ``spec``: the formula spec, for formula constructions.
     """
@@ -42,7 +42,7 @@ class Construction:
     source: dict
     title: str
     regime: str
-    params: dict[str, Fraction]
+    params: Params
     graph: nx.DiGraph
     model: Transformer
     bounds: dict[str, NodeBound]
@@ -51,18 +51,18 @@ class Construction:
 
     @property
     def beta(self) -> Fraction:
-        return self.params.get("beta", DEFAULT_BETA)
+        """β (the default 1/4 where the construction has none: numeric evaluation ignores it)."""
+        return self.params.beta if self.params.beta is not None else DEFAULT_BETA
 
     @property
-    def eta(self) -> Fraction:
-        return self.params["eta"]
+    def eta(self) -> Fraction | None:
+        """η, the Boolean rounding margin (formula constructions; None for models and Tracr)."""
+        return self.params.eta
 
-    def subs(self, inv_tau: Fraction | None = None) -> dict[sp.Symbol, sp.Rational]:
-        """SymPy substitution of every exact parameter (and τ = 1/inv_tau if given)."""
-        out = {sp.Symbol(k, positive=True): sp.Rational(v.numerator, v.denominator) for k, v in self.params.items()}
-        if inv_tau is not None:
-            out[tau] = sp.Rational(inv_tau.denominator, inv_tau.numerator)
-        return out
+    @property
+    def tolerance(self) -> Fraction:
+        """What every output must meet: η for formulas, ε for models and Tracr."""
+        return self.params.tolerance
 
     def distinct_bounds(self) -> list[NodeBound]:
         """One node per distinct bound expression (nodes of the same kind share a bound)."""
@@ -103,7 +103,7 @@ class Construction:
             for nb in self.tau_bounds():
                 if n < nb.bound.n_min:
                     continue
-                vals.append(required_inv_tau(in_tau(nb.bound, self.params), n_value=n, eta_value=self.eta,
+                vals.append(required_inv_tau(in_tau(nb.bound, self.params.exact()), n_value=n, eta_value=self.eta,
                                              beta_value=self.beta))
             self._cache[key] = max(vals)
         return self._cache[key]
@@ -123,59 +123,68 @@ def default_comparator(regime: str) -> str:
 
 def build(spec: FormulaSpec, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAULT_ETA, comparator: str | None = None,
           eps_ln=None) -> Construction:
-    """Compile a formula ``spec`` and build its transformer and bounds in ``regime`` ("T", "U" or "P").
+    """:func:`build_formula` with the parameters given one by one (validated into one
+    :class:`Params`)."""
+    return build_formula(spec, Params(regime=regime, beta=beta, eta=eta, comparator=comparator,
+                                      eps_ln=0 if eps_ln is None else eps_ln))
 
-    ``comparator`` (``ln`` | ``head`` | ``pe``; default :func:`default_comparator`) is how count
-    comparisons are built, ``eps_ln`` (exact, ≥ 0, default 0 = exact LN) the layer-norm ε of the
-    ``ln`` comparator; both are recorded in ``source``/``params`` only when the formula has a
-    comparison (so ``verify`` re-derives the same construction).
 
-    Raises :class:`ParameterError` for a bad regime, β, η, comparator or ε_LN, or a counting node
-    the regime cannot build (parity needs P, ``pe`` needs U or P), and :class:`FormulaError` for a
-    formula the construction does not support.  Implements THEORY §3–§5 via constructions and bounds.
+def build_formula(spec: FormulaSpec, params: Params) -> Construction:
+    """Compile a formula ``spec`` and build its transformer and bounds with ``params``.
+
+    ``params.comparator`` (``ln`` | ``head`` | ``pe``; default :func:`default_comparator`) is how
+    count comparisons are built, ``params.eps_ln`` (≥ 0, default 0 = exact LN) the layer-norm ε of
+    the ``ln`` comparator; both are kept in the construction's parameters (and its ``source``) only
+    when the formula has a comparison, so a replay re-derives the same construction.
+
+    Raises :class:`ParameterError` for a counting node the regime cannot build (parity needs P,
+    ``pe`` needs U or P) and :class:`FormulaError` for a formula the construction does not support.
+    Implements THEORY §3–§5 via constructions and bounds.
     """
-    check_regime(regime)
-    beta, eta = check_beta(beta), check_eta(eta)
-    comparator = check_comparator(comparator if comparator is not None else default_comparator(regime))
-    eps = check_eps_ln(0 if eps_ln is None else eps_ln)
+    regime = params.regime
+    if regime is None or params.eta is None:
+        raise ParameterError("a formula construction needs a regime (T, U or P) and eta")
+    comparator = params.comparator if params.comparator is not None else default_comparator(regime)
+    eps = params.eps_ln if params.eps_ln is not None else Fraction(0)
     g = compile_formula(spec.formula, spec.alphabet, at=spec.at, comparator=comparator)
-    model = build_transformer(g, regime, beta=beta, eta=eta, eps_ln=eps)
+    model = build_transformer(g, regime, beta=params.beta, eta=params.eta, eps_ln=eps)
     source = {"kind": "formula", "formula": str(spec.formula), "alphabet": list(spec.alphabet), "at": spec.at,
               "name": spec.name, "description": spec.description, "file": spec.source}
-    params = {"beta": beta, "eta": eta}
     if any(a["op"] == "compare" for _, a in g.nodes(data=True)):
         source["comparator"] = comparator
-        if comparator == "ln":
-            params["eps_ln"] = eps
+        params = params.with_(comparator=comparator, eps_ln=eps if comparator == "ln" else None, inv_tau=None)
+    else:
+        params = params.with_(comparator=None, eps_ln=None, inv_tau=None)
     bounds = derive(g, regime)
+    fixed = {k: v for k, v in params.exact().items() if k not in ("beta", "eta")}
     for nb in bounds.values():
-        nb.fixed = {k: v for k, v in params.items() if k not in ("beta", "eta")}
+        nb.fixed = fixed
     return Construction(kind="formula", source=source, title=f"{spec.name}: {spec.formula}" if spec.name and
                         spec.name != str(spec.formula) else str(spec.formula), regime=regime,
                         params=params, graph=g, model=model, bounds=bounds, spec=spec)
 
 
-def _rebuild_formula(source: dict, regime: str, params: dict[str, Fraction]) -> Construction:
+def _rebuild_formula(source: dict, params: Params) -> Construction:
     try:
         formula = parse_formula(source["formula"], source="certificate source.formula")
         spec = FormulaSpec(name=source.get("name") or str(formula), description=source.get("description") or "",
                            alphabet=tuple(source["alphabet"]), formula=formula, at=source["at"],
                            source=source.get("file") or "<certificate>")
     except KeyError as e:
-        raise CertificateError(f"source.{e.args[0]}: missing") from None
-    return build(spec, regime, beta=params.get("beta", DEFAULT_BETA), eta=params["eta"],
-                 comparator=source.get("comparator"), eps_ln=params.get("eps_ln"))
+        raise CertificateError(f"source.{e.args[0]}: missing", path=f"source.{e.args[0]}") from None
+    return build_formula(spec, params.with_(comparator=source.get("comparator")))
 
 
-#: ``kind -> rebuild(source, regime, params) -> Construction`` (used by the formula kind's replay).
+#: ``kind -> rebuild(source, params) -> Construction`` (used by the formula kind's replay).
 #: A model file is not rebuilt from its source alone: its construction needs the gap analysis,
 #: which the model kind's replay re-runs (:func:`softhard.solver.models.replay`).
-SOURCES: dict[str, Callable[[dict, str, dict], Construction]] = {"formula": _rebuild_formula}
+SOURCES: dict[str, Callable[[dict, Params], Construction]] = {"formula": _rebuild_formula}
 
 
-def rebuild(source: dict, regime: str, params: dict[str, Fraction]) -> Construction:
-    """Re-derive a construction from a certificate's stored ``source`` (ARCHITECTURE: verify)."""
+def rebuild(source: dict, params: Params) -> Construction:
+    """Re-derive a construction from a certificate's stored ``source`` and its parameters
+    (ARCHITECTURE: verify).  Raises :class:`CertificateError` for an unknown kind."""
     kind = source.get("kind")
     if kind not in SOURCES:
-        raise CertificateError(f"source.kind: unknown construction kind {kind!r}")
-    return SOURCES[kind](source, regime, params)
+        raise CertificateError(f"source.kind: unknown construction kind {kind!r}", path="source.kind")
+    return SOURCES[kind](source, params)

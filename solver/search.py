@@ -50,7 +50,7 @@ class SearchResult:
 
 
 def find_inv_tau(make_claim: Callable[[Fraction], Claim], leak_at: Callable[[int | None], sp.Expr], *,
-                 n_bind: int | None, eta: Fraction, beta: Fraction, digits: int = 12, margin: float = 1e-9,
+                 n_bind: int | None, tolerance: Fraction, beta: Fraction, digits: int = 12, margin: float = 1e-9,
                  tries: int = 6, timeout_s: float = 20.0,
                  check: Callable[..., ClaimResult] = check_claim) -> SearchResult:
     """Smallest certifiable ``1/τ`` for one claim.
@@ -62,7 +62,7 @@ def find_inv_tau(make_claim: Callable[[Fraction], Claim], leak_at: Callable[[int
     ``check`` so that the certificate records the very proof found here).
     """
     need = required_inv_tau(leak_at(n_bind), n_value=n_bind if n_bind is not None else 1,
-                            eta_value=eta, beta_value=beta)
+                            eta_value=tolerance, beta_value=beta)
     m = margin
     res = None
     for k in range(1, tries + 1):
@@ -73,7 +73,7 @@ def find_inv_tau(make_claim: Callable[[Fraction], Claim], leak_at: Callable[[int
         if res.status == "proved":
             return SearchResult(inv_tau=x, tight=need, result=res, rounds=k)
         if res.status == "refuted" and res.counterexample is not None:
-            need2 = required_inv_tau(leak_at(res.counterexample), n_value=res.counterexample, eta_value=eta,
+            need2 = required_inv_tau(leak_at(res.counterexample), n_value=res.counterexample, eta_value=tolerance,
                                      beta_value=beta)
             if need2 > need:
                 need = need2

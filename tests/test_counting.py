@@ -367,7 +367,7 @@ def test_spec_file_with_counts_and_parity():
     spec = parse_spec("alphabet: 0 1\nformula: even(#0) & #1 >= 2*#0 - 1\n", source="<t>")
     assert spec.at == "last"
     c = build(spec, "P", comparator="ln", eps_ln=0)
-    assert c.params["eps_ln"] == 0 and c.source["comparator"] == "ln"
+    assert c.params.eps_ln == 0 and c.source["comparator"] == "ln"
     # ε = 0: the LN comparator is exact, its bound is identically 0
     nb = [x for x in c.bounds.values() if x.bound.kind == "layernorm"][0]
     assert nb.value(10**6, 1) == 0

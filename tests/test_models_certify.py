@@ -268,7 +268,7 @@ def test_epsilon_margin():
     from softhard.solver.models import epsilon_from_margin
     spec = load_model(EXAMPLE)
     c, an = build_model_construction(spec, n_max=6, epsilon="margin")
-    assert c.params["eta"] == Fraction(999, 2000) == epsilon_from_margin(an.report)
+    assert c.params.epsilon == Fraction(999, 2000) == epsilon_from_margin(an.report)
     assert an.report.outputs["accept"].margin == Fraction(1, 2)
 
 

@@ -281,7 +281,7 @@ def test_find_tau_is_tight():
     def make(x):
         return claim_T(x, hi=10**5)
 
-    res = find_inv_tau(make, lambda k: S.leak_T(), n_bind=10**5, eta=Q14, beta=Q14)
+    res = find_inv_tau(make, lambda k: S.leak_T(), n_bind=10**5, tolerance=Q14, beta=Q14)
     tight = required_inv_tau(S.leak_T(), n_value=10**5)
     assert res.inv_tau is not None
     assert 1 <= res.inv_tau / Fraction(str(tight)) < 1 + 1e-8
