@@ -549,35 +549,56 @@ def selector_width_contexts(hm: HardModel, m, st: HeadStats, t: LogitTable, msta
     return ctxs, z_of, zfloor, note
 
 
-def key_size_rule(modules: list, blocks_pos: set[str], key_size: int, n_ref: int):
-    """Tracr's key_size as a function of max_seq_len N: the max over heads of the sizes of their
-    query, key, value and output label lists, where a positional block (``indices``) has N labels.
-    Returns ``(fn, text)`` with ``fn(N) -> int``, or ``(None, reason)`` when the module
-    descriptions are missing or do not reproduce ``key_size`` at ``n_ref``."""
+def key_size_terms(modules: list, blocks_pos: set[str]) -> dict:
+    """What Tracr's key_size rule needs from the export's module descriptions: per head and label
+    list (query, key, value, output), ``c + p·N`` labels with ``p`` 1 when the list holds a
+    positional block (``indices``, N labels at max_seq_len N).  Reduced to the two numbers that
+    fix ``key_size(N) = max(N + per_position, constant)``: ``{"per_position": max c over lists
+    with a positional block (None: no such list), "constant": max c over the others}``, or
+    ``{"unavailable": reason}`` when the export has no module descriptions."""
     heads = [h for mo in modules if isinstance(mo, dict) and mo.get("type") == "attn" for h in mo.get("heads", [])]
     if not heads:
-        return None, "the export has no module descriptions (modules[].heads[].query_labels ...)"
+        return {"unavailable": "the export has no module descriptions (modules[].heads[].query_labels ...)"}
     sizes = []
     for h in heads:
         for k in ("query_labels", "key_labels", "value_labels", "output_labels"):
             labs = h.get(k) or []
             npos = sum(1 for lab in labs if str(lab).split(":", 1)[0] in blocks_pos)
             sizes.append((len(labs) - npos, 1 if npos else 0))
+    return {"per_position": max((c for c, p in sizes if p), default=None),
+            "constant": max((c for c, p in sizes if not p), default=0)}
+
+
+def key_size_from_terms(terms: dict, key_size: int, n_ref: int):
+    """``(fn, text)`` with ``fn(N) -> int`` Tracr's key_size at max_seq_len N from
+    :func:`key_size_terms`, or ``(None, reason)`` when the terms are unavailable or do not
+    reproduce ``key_size`` at ``n_ref``.  The text names both terms."""
+    if "unavailable" in terms:
+        return None, str(terms["unavailable"])
+    c1, c0 = terms["per_position"], terms["constant"]
+    if isinstance(c0, bool) or not isinstance(c0, int) or c0 < 0 or (
+            c1 is not None and (isinstance(c1, bool) or not isinstance(c1, int) or c1 < 0)):
+        return None, f"malformed key_size terms {terms}"
 
     def fn(N: int) -> int:
-        return max(c + p * N for c, p in sizes)
+        return c0 if c1 is None else max(N + c1, c0)
 
     if fn(n_ref) != key_size:
         return None, f"the label counts give key_size {fn(n_ref)}, not config.key_size = {key_size}"
-    c1 = max((c for c, p in sizes if p), default=None)
-    c0 = max((c for c, p in sizes if not p), default=0)
     if c1 is None:
-        txt = f"key_size(N) = {key_size} for every N (no head reads a positional block)"
-    elif c1 + 1 >= c0:
-        txt = f"key_size(N) = N + {c1} (a head reads the positional block: its label count grows with N)"
-    else:
-        txt = f"key_size(N) = max(N + {c1}, {c0})"
-    return fn, txt
+        return fn, f"key_size(N) = {c0} for every N (no head reads a positional block)"
+    if c1 + 1 >= c0:
+        return fn, (f"key_size(N) = max(N + {c1}, {c0}) = N + {c1} (a head reads the positional block: its label "
+                    "count grows with N)")
+    return fn, f"key_size(N) = max(N + {c1}, {c0})"
+
+
+def key_size_rule(modules: list, blocks_pos: set[str], key_size: int, n_ref: int):
+    """Tracr's key_size as a function of max_seq_len N: the max over heads of the sizes of their
+    query, key, value and output label lists, where a positional block (``indices``) has N labels.
+    Returns ``(fn, text)`` with ``fn(N) -> int``, or ``(None, reason)`` when the module
+    descriptions are missing or do not reproduce ``key_size`` at ``n_ref``."""
+    return key_size_from_terms(key_size_terms(modules, blocks_pos), key_size, n_ref)
 
 
 def discretising_rule(disc: Discretisation, values: list[Fraction]) -> dict | None:

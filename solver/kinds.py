@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from .certificate import FORMULA
 from .replay import Kind, VerifyReport, verify
+from .tracr import TRACR
 
 #: certificate kind name -> how to replay it
-KINDS: dict[str, Kind] = {k.name: k for k in (FORMULA,)}
+KINDS: dict[str, Kind] = {k.name: k for k in (FORMULA, TRACR)}
 
 
 def verify_certificate(cert: dict, *, timeout_s: float = 20.0) -> VerifyReport:
