@@ -300,6 +300,7 @@ def check_measured(cert: dict, an: Analysis, rep: VerifyReport) -> None:
     """Consistency of the measured ``numeric`` section: the stored examples re-run and compared,
     the all-words rows checked against each other and the re-derived bound
     (:func:`.tracr_numeric.check_numeric`)."""
+    rep.checked.append(f"premises re-established by exhaustive enumeration ({an.stats.words} words)")
     check_numeric(cert.get("numeric"), cert["source"]["tracr"]["examples"], an, rep)
 
 
