@@ -19,9 +19,10 @@ from typing import Callable
 
 import mpmath
 
-from ..bounds.tracr import (LogitTable, TracrBound, compose, discretising_rule, fs, key_size_from_terms,
-                            key_size_terms, logit_table, max_sw_count, selector_width_contexts,
-                            selector_width_decoder, token_determined)
+from ..bounds.tracr import (LogitTable, TracrBound, compose, fs, logit_table, selector_width_contexts,
+                            token_determined)
+from ..bounds.tracr_rules import (discretising_rule, key_size_from_terms, key_size_terms, max_sw_count,
+                                  selector_width_decoder)
 from ..constructions.errors import CertificateError, ParameterError, SofthardError
 from ..constructions.modelfile import HardModel
 from ..constructions.tracr import TracrModel, sqrt_ratio_enclosure

@@ -36,7 +36,8 @@ import sympy as sp
 from ..bounds.core import n as n_sym
 from ..bounds.core import tau
 from ..bounds.derive import evaluate, required_inv_tau
-from ..bounds.tracr import TracrBound, fs, selector_width_decoder
+from ..bounds.tracr import TracrBound, fs
+from ..bounds.tracr_rules import selector_width_decoder
 from ..constructions.errors import CertificateError
 from ..constructions.tracr import sqrt_ratio_enclosure
 from .check import ProofCache
