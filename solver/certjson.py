@@ -26,6 +26,7 @@ import json
 import math
 import os
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
 
@@ -175,7 +176,8 @@ def fmt_path(parts) -> str:
     return out
 
 
-def _split(pattern: str) -> list:
+@lru_cache(maxsize=1024)
+def _split(pattern: str) -> tuple:
     parts: list = []
     for tok in pattern.replace("[", ".[").split("."):
         if not tok:
@@ -185,7 +187,7 @@ def _split(pattern: str) -> list:
             parts.append("*" if inner == "*" else int(inner))
         else:
             parts.append(tok)
-    return parts
+    return tuple(parts)
 
 
 def matches(path: tuple, pattern: str) -> bool:

@@ -10,9 +10,10 @@ from __future__ import annotations
 from .certificate import FORMULA
 from .models import MODEL
 from .replay import Kind, VerifyReport, verify
+from .tracr import TRACR
 
 #: certificate kind name -> how to replay it
-KINDS: dict[str, Kind] = {k.name: k for k in (FORMULA, MODEL)}
+KINDS: dict[str, Kind] = {k.name: k for k in (FORMULA, MODEL, TRACR)}
 
 
 def verify_certificate(cert: dict, *, timeout_s: float = 20.0) -> VerifyReport:

@@ -26,6 +26,8 @@ from softhard.constructions.tracr_gaps import analyse
 from softhard.constructions.tracr_load import from_assembled, load_tracr
 from softhard.bounds.tracr import logit_table
 from softhard.solver.cli import main
+from softhard.solver.tracr import analyse as full_analysis
+from softhard.solver.tracr import certify_tracr, model_info
 
 #: copies of ../shared/tracr-models (examples/tracr/README.md)
 DIR = Path(__file__).resolve().parents[1] / "examples" / "tracr"
@@ -269,9 +271,8 @@ def test_hist_mlp_margins_from_raw_arrays(models):
     ia, io = labels.index("hist_6_selector_width_attn_output"), labels.index("one")
     kinks = [-(Fraction(W1[io, u]) + Fraction(b1[u])) / Fraction(W1[ia, u]) for u in range(W1.shape[1]) if W1[ia, u]]
     margins = {Fraction(1, w + 1): min(abs(Fraction(1, w + 1) - k) for k in kinks) for w in range(1, 9)}
-    from softhard.solver.tracr import analyse as full, model_info
     tm = models["hist"]
-    an = full(tm.hard_model(), model_info(tm))
+    an = full_analysis(tm.hard_model(), model_info(tm))
     disc = an.bound.mlps["L0.mlp"]["analysis"]
     assert {c["z"]: c["margin"] for c in disc.contexts} == margins
     assert disc.r_min == min(margins.values()) == margins[Fraction(1, 8)]
@@ -359,7 +360,6 @@ def test_bos_row_read_by_a_later_head_is_refused(tmp_path):
 
 def test_score_perturbation_is_refused(tmp_path):
     """A head whose query reads an earlier head's (soft) output: sigma > 0 is not supported."""
-    from softhard.solver.tracr import certify_tracr
     stem = _copy(tmp_path)
     meta, _ = raw("frac_prevs")
     lab = meta["residual_labels"]

@@ -1,5 +1,6 @@
 """Certifying compiled Tracr models (issue 8): the answers against independent closed forms, the
-certify/verify round trip with tamper detection, the CLI.
+certify/verify round trip with tamper detection (verify by replay, issue 12: every field but the
+measured ones re-derived), the CLI.
 
 The closed forms below are derived in the test from the raw arrays and the gap lemma (THEORY §2),
 not taken from the module: frac_prevs' worst row is the first position of ``x y…y`` (one key
@@ -19,10 +20,14 @@ from pathlib import Path
 import mpmath
 import pytest
 
+from tamper import undetected
+
+from softhard.constructions.modelfile import doc_sha256
 from softhard.constructions.tracr_load import load_tracr
-from softhard.solver.certificate import load_certificate, verify_certificate, write_certificate
+from softhard.solver.certjson import compute_hashes, load_certificate, write_certificate
 from softhard.solver.cli import main
-from softhard.solver.tracr import certify_tracr, compute_hashes, verify_tracr
+from softhard.solver.kinds import verify_certificate
+from softhard.solver.tracr import certify_tracr
 
 DIR = Path(__file__).resolve().parents[1] / "examples" / "tracr"
 
@@ -137,58 +142,116 @@ def test_numeric_confirmation(certs):
     assert 0 < float(hp["observed_mp50"]) <= float(hp["bound"])
 
 
+def _tampered(cert, fn):
+    t = copy.deepcopy(cert)
+    fn(t)
+    t["hashes"] = compute_hashes(t)  # rewrite the hashes too: the replay must still catch it
+    return verify_certificate(t)
+
+
+def _names(rep, field):
+    return not rep.ok and any(f == field for f, _ in rep.problems)
+
+
 @pytest.mark.parametrize("name", ["frac_prevs", "hist"])
 def test_verify_round_trip_and_tampering(certs, name, tmp_path):
     cert = certs[name]
+    assert cert["schema"] == "softhard-certificate" and cert["schema_version"] == 2 and cert["kind"] == "tracr"
     p = write_certificate(cert, tmp_path / "c.json")
     rep = verify_certificate(load_certificate(p))
     assert rep.ok, rep.problems
     assert any("exhaustive enumeration" in s for s in rep.checked)
 
-    def tampered(fn):
-        t = copy.deepcopy(cert)
-        fn(t)
-        t["hashes"] = compute_hashes(t)  # rewrite the hashes too: re-derivation must still catch it
-        return verify_tracr(t, rerun_queries=False)
-
     def tol(t):
         t["claims"][0]["tolerance"] = "1/2"
-    r = tampered(tol)
-    assert not r.ok and any(f == "claims[0].tolerance" for f, _ in r.problems), r.problems
+    r = _tampered(cert, tol)
+    assert _names(r, "claims[0].tolerance"), r.problems
 
     def ans(t):
         t["answers"]["longer_inputs"]["exact_up_to"] += 1
-    r = tampered(ans)
+    r = _tampered(cert, ans)
     assert not r.ok and any(f.startswith("answers.longer_inputs") for f, _ in r.problems)
 
+    def stated(t):  # the stated value and every field derived from it, consistently: its re-proof fails
+        N = t["search"]["longer_inputs"]["exact_up_to"] + 1
+        t["search"]["longer_inputs"]["exact_up_to"] = N
+        t["answers"]["longer_inputs"]["exact_up_to"] = N
+    r = _tampered(cert, stated)
+    assert not r.ok and any(f.startswith(("answers.longer_inputs", "claims")) for f, _ in r.problems), r.problems
+
     def weight(t):
-        from softhard.constructions.modelfile import doc_sha256
         layer = next(L for L in t["source"]["model"]["layers"] if L["heads"])
         layer["heads"][0]["W_K"][1][0] = 2
         t["source"]["model_sha256"] = doc_sha256(t["source"]["model"])
-    r = tampered(weight)
+    r = _tampered(cert, weight)
     assert not r.ok and any(f.startswith(("heads", "premises", "claims", "outputs")) for f, _ in r.problems), r.problems
 
     def status(t):
         t["status"] = "refuted"
-    r = tampered(status)
-    assert not r.ok and any(f == "status" for f, _ in r.problems)
+    r = _tampered(cert, status)
+    assert _names(r, "status"), r.problems
 
     def observed(t):  # a numeric row whose ratio no longer matches observed/bound (found by review)
         t["numeric"]["all_words"]["per_inv_tau"][0]["rows"][7]["ratio"] = 0.5
-    r = tampered(observed)
-    assert not r.ok and any(f == "numeric.all_words.per_inv_tau[0].rows[7].ratio" for f, _ in r.problems), r.problems
+    r = _tampered(cert, observed)
+    assert _names(r, "numeric.all_words.per_inv_tau[0].rows[7].ratio"), r.problems
 
     def violations(t):
         t["numeric"]["all_words"]["violations"] = 3
-    r = tampered(violations)
-    assert not r.ok and any(f == "numeric.all_words.violations" for f, _ in r.problems), r.problems
+    r = _tampered(cert, violations)
+    assert _names(r, "numeric.all_words.violations"), r.problems
+
+    def example(t):  # the stored examples are re-run: a RASP output that the hard model does not give
+        t["source"]["tracr"]["examples"][0]["rasp"][1] = "99" if name == "hist" else 0.75
+    r = _tampered(cert, example)
+    assert _names(r, "numeric.examples.hard_reproduced"), r.problems
 
     # an edit without rewriting the hashes is reported by section
     t = copy.deepcopy(cert)
     t["answers"]["compiled"]["limited_by"] = "nothing"
-    r = verify_tracr(t, rerun_queries=False)
+    r = verify_certificate(t)
     assert any(f == "answers" and "hash" in m for f, m in r.problems)
+
+
+@pytest.mark.parametrize("name,path,value", [
+    ("hist", ("answers", "recompiled", "decoders", "L0.mlp", "correct_for_max_seq_len_up_to"), 12),
+    ("frac_prevs", ("answers", "compiled", "n_range"), [1, 100]),
+    ("frac_prevs", ("answers", "min_inv_tau", "n"), 1000),
+    ("hist", ("answers", "min_inv_tau", "n"), 1000),
+])
+def test_answer_edits_rejected(certs, name, path, value):
+    """The issue-12 forgeries of a Tracr certificate's answers (each field re-derived by the replay)."""
+    def edit(t):
+        obj = t
+        for k in path[:-1]:
+            obj = obj[k]
+        assert obj[path[-1]] != value
+        obj[path[-1]] = value
+    where = ".".join(path)
+    r = _tampered(certs[name], edit)
+    assert not r.ok and any(f == where or f.startswith(where + "[") for f, _ in r.problems), r.problems
+
+
+def test_every_edit_detected(certs):
+    """Every leaf edited and every key/item deleted (outside the measured fields and the
+    provenance annotations), the hashes recomputed: verify rejects each, and names the edited
+    field unless it is an input (the embedded model, the export's metadata, the parameters, the
+    stated search values), which shows up in the fields derived from it."""
+    bad = undetected(certs["frac_prevs"], "tracr", verify_certificate,
+                     inputs=("source", "search.min_inv_tau", "search.longer_inputs", "search.recompiled"))
+    assert bad == []
+
+
+def test_schema_1_certificate_one_line(certs, tmp_path, capsys):
+    old = {k: v for k, v in certs["hist"].items() if k not in ("kind", "search")}
+    old.update(schema="softhard-tracr-certificate", schema_version=1)
+    rep = verify_certificate(old)
+    assert [f for f, _ in rep.problems] == ["schema_version"] and "re-certify" in rep.problems[0][1]
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps(old))
+    assert main(["verify", str(p)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "schema 1" in err[0] and "re-certify" in err[0], err
 
 
 def test_cli_certify_and_verify(tmp_path, capsys):
@@ -250,7 +313,7 @@ def test_causal_variant_bound_does_not_grow(tmp_path, capsys):
     a3 = cert["answers"]["longer_inputs"]
     assert a3["status"] == "proved" and a3["exact_up_to"] == n_star and a3["tolerance_rule"]
     assert cert["answers"]["recompiled"]["N_c"] == Nc
-    assert verify_tracr(cert, rerun_queries=False).ok
+    assert verify_certificate(cert).ok
     # a fixed epsilon: every n at the compiled temperature
     cert = certify_tracr(load_tracr(tmp_path / "frac_prevs"), epsilon=Fraction(1, 200), numeric=False)
     a3 = cert["answers"]["longer_inputs"]
@@ -262,4 +325,4 @@ def test_causal_variant_bound_does_not_grow(tmp_path, capsys):
         need = 2 * mpmath.log((1 - mpmath.mpf(e.numerator) / e.denominator) / (mpmath.mpf(e.numerator) / e.denominator))
         Nc = max(N for N in range(1, 1000) if 100 / mpmath.sqrt(N + 2) >= need)
     assert cert["answers"]["recompiled"]["N_c"] == Nc
-    assert verify_tracr(cert, rerun_queries=False).ok
+    assert verify_certificate(cert).ok

@@ -1,0 +1,368 @@
+"""Tracr certificates, step 3: the numeric confirmation (measured) and its consistency checks (THEORY §7).
+
+* :func:`confirm_examples`: the export's stored examples — the exact hard forward pass decoded
+  against the stored RASP and numpy-hard outputs, the float64 soft pass at the compiled
+  temperature against the hard one and the stored numpy-soft and JAX outputs;
+* :func:`confirm_all_words`: every word up to ``max_seq_len`` run hard (exact) and soft (float64)
+  against the bound, the attaining words re-run in 50-digit arithmetic (:func:`mp_error`).
+
+Both are *measured*: a certificate's ``numeric`` section is not re-derived by the replay.
+:func:`check_numeric` (verify) re-runs the examples (cheap; deterministic up to float64
+rounding) and checks the all-words rows against each other and against the re-derived bound.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+
+from ..bounds.derive import evaluate
+from ..bounds.tracr import fs
+from ..constructions.errors import SofthardError
+from ..constructions.exact import ExactEngine, to_float
+from ..constructions.gaps import all_tokens
+from ..constructions.engine import forward
+from .certjson import canonical, diff
+from .replay import VerifyReport
+from .tracr_analysis import Analysis
+
+#: absolute float64 allowance of an all-words observation against its bound (outputs are O(1))
+ALL_WORDS_ALLOWANCE = 2.0**-40 * 2
+#: absolute tolerance of a re-run example's float64 deviations against the stored ones (verify)
+EXAMPLE_FLOAT_TOL = 1e-9
+#: the example deviations compared with EXAMPLE_FLOAT_TOL (the rest of the section exactly)
+_EXAMPLE_FLOATS = ("max_abs_soft_minus_stored_numpy_soft", "max_abs_soft_minus_stored_jax_float32",
+                   "max_abs_hard_minus_stored_numpy_hard")
+
+
+def compiled_inv_tau_float(an: Analysis) -> float:
+    """The compiled effective coldness ``c/sqrt(key_size)`` as a float (numeric runs)."""
+    return float(an.coldness) / math.sqrt(int(an.info["key_size"]))
+
+
+def _exact_outputs(an: Analysis, words: list[tuple[str, ...]]) -> dict[tuple, np.ndarray]:
+    hm = an.hm
+    eng = ExactEngine(hm)
+    o = hm.outputs[0]
+    out = {}
+    by: dict[int, list] = {}
+    for w in words:
+        by.setdefault(len(w), []).append(w)
+    for L, ws in by.items():
+        tok = np.array([hm.encode(w) for w in ws], dtype=np.int64)
+        x = eng.run(tok).x
+        for b, w in enumerate(ws):
+            out[w] = np.array([[Fraction(int(v), x.den) for v in x.num[b, i, o.coords]] for i in range(1, L + 1)],
+                              dtype=object)
+    return out
+
+
+def _decode(an: Analysis, row) -> object:
+    o = an.hm.outputs[0]
+    if o.type == "categorical":
+        return o.classes[int(np.argmax(np.asarray([float(v) for v in row])))]
+    return row[0]
+
+
+def _same_value(decoded, rasp, categorical: bool) -> bool:
+    """A decoded hard value equals a stored RASP value: categorical — the same class text;
+    numerical — the exact value's nearest double equals the stored number (bools are 0/1)."""
+    if rasp is None:
+        return False
+    if categorical:
+        return str(decoded) == str(rasp)
+    return float(decoded) == float(rasp)
+
+
+
+
+def _example(an: Analysis, e: dict) -> tuple[dict, dict]:
+    """One stored example re-run: its row and its float64 deviations (memoised on ``an``)."""
+    cache = an.cache.setdefault("examples", {})
+    key = canonical(e)
+    if key in cache:
+        return cache[key]
+    hm = an.hm
+    o = hm.outputs[0]
+    cat = o.type == "categorical"
+    tr = hm.transformer()
+    cols = [tr.labels.index(hm.labels[c]) for c in o.coords]
+    lam = compiled_inv_tau_float(an)
+    w = tuple(e["input"])
+    ex = _exact_outputs(an, [w])[w]
+    hard = [_decode(an, r) for r in ex]
+    soft_x = forward(tr, tr.encode([list(w)]), mode="soft", inv_tau=lam).x[0][1:, cols]
+    soft = [_decode(an, r) for r in soft_x]
+    has_rasp = any(v is not None for v in e["rasp"])
+    h_ok = all(_same_value(a, r, cat) for a, r in zip(hard, e["rasp"], strict=True)) if has_rasp else None
+    dev = {k: None for k in _EXAMPLE_FLOATS}
+    if cat:
+        s_ok = all(str(a) == str(b) for a, b in zip(soft, hard))
+        for k in ("numpy_soft", "compiled_jax"):
+            if e.get(k) is not None:
+                s_ok = s_ok and all(str(a) == str(b) for a, b in zip(soft, e[k], strict=True))
+        nh_ok = (all(str(a) == str(b) for a, b in zip(hard, e["numpy_hard"], strict=True))
+                 if e.get("numpy_hard") is not None else None)
+    else:
+        bound = float(evaluate(an.bound.outputs[o.name], n_value=len(w), inv_tau=lam))
+        s_ok = all(abs(float(s) - float(h)) <= bound + 1e-12 for s, h in zip(soft_x[:, 0], hard))
+        hard_f = np.array([float(h) for h in hard])
+        for k, ref, name in (("numpy_soft", soft_x[:, 0], "max_abs_soft_minus_stored_numpy_soft"),
+                             ("compiled_jax", soft_x[:, 0], "max_abs_soft_minus_stored_jax_float32"),
+                             ("numpy_hard", hard_f, "max_abs_hard_minus_stored_numpy_hard")):
+            if e.get(k) is not None:
+                stored = np.asarray(e[k], dtype=float)
+                if stored.shape != ref.shape:
+                    raise ValueError(f"{k} has {stored.size} value(s) for {len(w)} position(s)")
+                dev[name] = float(np.max(np.abs(ref - stored)))
+        nh_ok = None if dev["max_abs_hard_minus_stored_numpy_hard"] is None else \
+            dev["max_abs_hard_minus_stored_numpy_hard"] <= EXAMPLE_FLOAT_TOL
+    row = {"input": list(w), "hard": [str(v) if cat else fs(v) for v in hard], "hard_equals_rasp": h_ok,
+           "hard_equals_numpy_hard": nh_ok, "soft_agrees": s_ok}
+    cache[key] = (row, dev)
+    return row, dev
+
+
+def confirm_examples(an: Analysis, examples: list[dict] | None = None) -> dict:
+    """The stored examples (default: the export's, ``an.info["examples"]``): exact hard forward
+    decoded vs the RASP outputs (must be equal; numerical: the exact rational's nearest double
+    equals the stored value) and the stored numpy hard outputs; soft forward at the compiled
+    temperature (float64) vs the hard one (categorical: the same class; numerical: within the
+    bound) and the stored numpy soft and JAX outputs (categorical: the same class; numerical:
+    the largest deviation reported).  Raises KeyError/TypeError/ValueError/ParameterError for a
+    malformed example."""
+    exs = [e for e in (an.info.get("examples") if examples is None else examples) or [] if e.get("input")]
+    o = an.hm.outputs[0]
+    if not exs:
+        return {"count": 0, "hard_reproduced": None, "numpy_hard_reproduced": None, "soft_reproduced": None,
+                "rows": []}
+    rows, devs = zip(*(_example(an, e) for e in exs))
+    num = o.type == "numerical"
+
+    def worst(k):
+        vals = [d[k] for d in devs if d[k] is not None]
+        return max(vals) if num and vals else (0.0 if num else None)
+    out = {"count": len(exs),
+           "hard_reproduced": all(r["hard_equals_rasp"] is not False for r in rows),
+           "numpy_hard_reproduced": all(r["hard_equals_numpy_hard"] is not False for r in rows),
+           "soft_reproduced": all(r["soft_agrees"] for r in rows)}
+    out.update({k: worst(k) for k in _EXAMPLE_FLOATS})
+    out.update(inv_tau_float=compiled_inv_tau_float(an), rows=list(rows),
+               note=("hard: exact rational forward pass, decoded (categorical: argmax class; numerical: the value, whose "
+                     "nearest double must equal the stored RASP value and lie within 1e-9 of the stored numpy hard "
+                     "value); soft: float64 at the compiled temperature"))
+    return out
+
+
+def examples_ok(ex: dict) -> bool:
+    return (ex["hard_reproduced"] is not False and ex["numpy_hard_reproduced"] is not False
+            and ex["soft_reproduced"] is not False)
+
+
+def mp_error(an: Analysis, word: tuple[str, ...], inv_tau, dps: int = 50) -> mpmath.mpf:
+    """``max_i |soft − hard|`` over the output coordinates of ``word``, the soft forward pass in
+    ``dps``-digit arithmetic (mpmath) against the exact hard one — resolves errors far below
+    float64 resolution (THEORY §7)."""
+    hm = an.hm
+    o = hm.outputs[0]
+    ex = _exact_outputs(an, [word])[word]
+    with mpmath.workdps(dps):
+        lam = mpmath.mpf(inv_tau.numerator) / inv_tau.denominator if isinstance(inv_tau, Fraction) else mpmath.mpf(inv_tau)
+        N = len(word) + 1
+        E = hm.token_embedding
+        P = hm.positional_exact(len(word))
+        ids = [0] + hm.encode(word)
+
+        def M(a):
+            return mpmath.matrix([[mpmath.mpf(x.numerator) / x.denominator for x in row] for row in a])
+        x = mpmath.matrix(N, hm.d)
+        for i, t in enumerate(ids):
+            for a in range(hm.d):
+                v = E[t, a] + P[i, a]
+                x[i, a] = mpmath.mpf(v.numerator) / v.denominator
+        for hs, ms in zip(hm.heads, hm.mlps):
+            upd = mpmath.matrix(N, hm.d)
+            for h in hs:
+                Q, K, VO = x * M(h.W_Q), x * M(h.W_K), x * M(h.vo())
+                sc = mpmath.mpf(h.scale.numerator) / h.scale.denominator
+                for i in range(N):
+                    js = [0] if i == 0 else [j for j in range(N) if _att(h.mask, i, j)]
+                    s = [sc * sum(Q[i, c] * K[j, c] for c in range(Q.cols)) for j in js]
+                    top = max(s)
+                    w = [mpmath.exp(lam * (v - top)) for v in s]
+                    z = sum(w)
+                    for b in range(hm.d):
+                        upd[i, b] += sum(wk * VO[j, b] for wk, j in zip(w, js)) / z
+            x = x + upd
+            for m in ms:
+                pre = x * M(m.W1)
+                for i in range(N):
+                    for u in range(pre.cols):
+                        pre[i, u] = max(pre[i, u] + mpmath.mpf(m.b1[u].numerator) / m.b1[u].denominator, 0)
+                out = pre * M(m.W2)
+                for i in range(N):
+                    for b in range(hm.d):
+                        x[i, b] += out[i, b] + mpmath.mpf(m.b2[b].numerator) / m.b2[b].denominator
+        err = mpmath.mpf(0)
+        for i in range(1, N):
+            for k, c in enumerate(o.coords):
+                v = ex[i - 1][k]
+                err = max(err, abs(x[i, c] - mpmath.mpf(v.numerator) / v.denominator))
+        return +err
+
+
+def _att(mask: str, i: int, j: int) -> bool:
+    if j == 0:
+        return True
+    return {"none": True, "past": j <= i, "strict_past": j < i, "future": j >= i, "strict_future": j > i}[mask]
+
+
+def confirm_all_words(an: Analysis, inv_taus: list[float] | None = None, mp_words: int = 16) -> dict:
+    """Every word up to max_seq_len run hard (exact) and soft (float64) at the compiled temperature
+    (and at ``inv_taus``): per length the largest observed output error against the bound there,
+    their ratio, the word attaining it.  At the longest length, the float64 worst words and the
+    words ``s t…t`` and ``s…s t`` (at most ``mp_words``) are re-run with the soft pass in 50-digit
+    arithmetic (:func:`mp_error`): errors below float64 resolution are measured there."""
+    hm = an.hm
+    tr = hm.transformer()
+    eng = ExactEngine(hm)
+    o = hm.outputs[0]
+    cols = [tr.labels.index(hm.labels[c]) for c in o.coords]
+    lam_c = compiled_inv_tau_float(an)
+    lams = [lam_c] + [x for x in (inv_taus or []) if x != lam_c]
+    k = len(hm.alphabet)
+    per = {lam: [] for lam in lams}
+    violations = 0
+    mismatched = 0
+    for L in range(1, an.n_table + 1):
+        best = {lam: (-1.0, None, None) for lam in lams}
+        for tok in all_tokens(k, L):
+            hard = to_float(eng.run(tok).x)[:, 1:, :][..., o.coords]
+            for lam in lams:
+                soft = forward(tr, tok, mode="soft", inv_tau=lam).x[:, 1:, cols]
+                diff = np.abs(soft - hard).max(axis=2)
+                b, i = np.unravel_index(int(np.argmax(diff)), diff.shape)
+                if diff[b, i] > best[lam][0]:
+                    best[lam] = (float(diff[b, i]), tuple(hm.alphabet[int(t) - 1] for t in tok[b]), int(i) + 1)
+                if lam == lam_c and o.type == "categorical":
+                    mismatched += int(np.sum(np.argmax(soft, -1) != np.argmax(hard, -1)))
+        for lam in lams:
+            obs, w, row = best[lam]
+            bd = float(evaluate(an.bound.outputs[o.name], n_value=L, inv_tau=lam))
+            resolved = obs > 1e-14
+            if obs > bd + ALL_WORDS_ALLOWANCE:
+                violations += 1
+            per[lam].append({"n": L, "words": k**L, "observed": obs, "bound": bd,
+                             "ratio": (obs / bd) if bd > 0 and resolved else None,
+                             "resolved_in_float64": resolved, "word": " ".join(w), "row": row})
+    hp = []
+    alph = hm.alphabet
+    L = an.n_table
+    cands = {tuple(r["word"].split()) for lam in lams for r in per[lam] if r["n"] == L}
+    for s_ in alph:
+        for t_ in alph:
+            if s_ != t_:
+                cands.add((s_,) + (t_,) * (L - 1))
+                cands.add((s_,) * (L - 1) + (t_,))
+    cands = sorted(cands)[:mp_words]
+    for lam in lams:
+        best = None
+        for w in cands:
+            v = mp_error(an, w, Fraction(lam))
+            if best is None or v > best[0]:
+                best = (v, w)
+        bd = evaluate(an.bound.outputs[o.name], n_value=L, inv_tau=Fraction(lam))
+        hp.append({"inv_tau": lam, "n": L, "words_tried": len(cands), "word": " ".join(best[1]),
+                   "observed_mp50": mpmath.nstr(best[0], 15), "bound": mpmath.nstr(bd, 15),
+                   "ratio": float(best[0] / bd) if bd > 0 else None})
+    return {"families": {"exhaustive": sum(k**L for L in range(1, an.n_table + 1))},
+            "per_inv_tau": [{"inv_tau": lam, "compiled": lam == lam_c, "rows": per[lam]} for lam in lams],
+            "high_precision": hp, "violations": violations, "mismatched_outputs": mismatched,
+            "ok": violations == 0 and mismatched == 0 and all(h["ratio"] is None or h["ratio"] <= 1 + 1e-9 for h in hp),
+            "note": ("observed = max over words and positions of |soft - hard| on the output coordinates; float64 "
+                     "cannot resolve errors below ~1e-15 (THEORY §7): those rows say resolved_in_float64 = false and the "
+                     "attaining words are re-run with 50 digits (high_precision)")}
+
+
+# --------------------------------------------------------------------------------------------
+# verify: consistency of the measured section
+
+
+def check_numeric(num: dict | None, examples: list[dict], an: Analysis, rep: VerifyReport) -> None:
+    """Consistency of a certificate's measured ``numeric`` section (``examples``: the stored
+    examples it was run on): the examples re-run and compared (exact fields exactly, float64
+    deviations within :data:`EXAMPLE_FLOAT_TOL`), the all-words rows checked against each other
+    and the re-derived bound (:func:`check_all_words`), and ``ok`` against both."""
+    if num is None:
+        return
+    try:
+        fresh = confirm_examples(an, examples)
+    except (SofthardError, KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError) as e:
+        rep.add("source.tracr.examples", f"cannot re-run the stored examples ({e.__class__.__name__}: {e})")
+    else:
+        stored = num["examples"]
+        rep.problems.extend(diff(stored, fresh, _EXAMPLE_FLOATS, ("numeric", "examples")))
+        for k in _EXAMPLE_FLOATS:
+            a, b = stored.get(k), fresh.get(k)
+            if (a is None) != (b is None) or (a is not None and not (isinstance(a, (int, float))
+                                                                   and abs(a - b) <= EXAMPLE_FLOAT_TOL)):
+                rep.add(f"numeric.examples.{k}", f"is {a!r}, re-running the stored examples gives {b!r}")
+        rep.checked.append("stored examples re-run")
+    check_all_words(rep, num["all_words"], an)
+    ok = examples_ok(num["examples"]) and num["all_words"]["ok"]
+    if num["ok"] is not ok:
+        rep.add("numeric.ok", f"is {num['ok']!r} but the examples and the all-words runs give {ok!r}")
+
+
+def check_all_words(rep: VerifyReport, aw: dict, an: Analysis) -> None:
+    """Consistency of the stored all-words runs (not re-run): the families and lengths, the
+    compiled temperature, each row's bound re-evaluated at its (n, 1/τ), its ratio equal to
+    observed/bound, the violation count equal to the rows whose observation exceeds the bound
+    beyond the allowance used by :func:`confirm_all_words`, the 50-digit rows' bounds and ratios,
+    and ``ok``."""
+    o = an.hm.outputs[0]
+    N, k = an.n_table, len(an.hm.alphabet)
+    if aw["families"] != {"exhaustive": sum(k**L for L in range(1, N + 1))}:
+        rep.add("numeric.all_words.families", f"is {aw['families']!r}, not every word of length <= {N}")
+    viol = 0
+    per = aw.get("per_inv_tau") or []
+    for j, p in enumerate(per):
+        if p["compiled"] is not (j == 0) or (j == 0 and p["inv_tau"] != compiled_inv_tau_float(an)):
+            rep.add(f"numeric.all_words.per_inv_tau[{j}]", "the first run (only) is at the compiled temperature")
+        rows = p.get("rows") or []
+        if [(r["n"], r["words"]) for r in rows] != [(L, k**L) for L in range(1, N + 1)]:
+            rep.add(f"numeric.all_words.per_inv_tau[{j}].rows", f"not one row per length 1..{N} with every word")
+        for i, r in enumerate(rows):
+            where = f"numeric.all_words.per_inv_tau[{j}].rows[{i}]"
+            bd = float(evaluate(an.bound.outputs[o.name], n_value=r["n"], inv_tau=p["inv_tau"]))
+            if abs(bd - r["bound"]) > 1e-12 * max(abs(bd), 1e-300):
+                rep.add(f"{where}.bound", f"stored {r['bound']!r} but the bound at n = {r['n']} is {bd!r}")
+            want = (r["observed"] / r["bound"]) if r["bound"] > 0 and r["resolved_in_float64"] else None
+            if (want is None) != (r["ratio"] is None) or (want is not None and abs(want - r["ratio"]) > 1e-9 * max(1.0, want)):
+                rep.add(f"{where}.ratio", f"stored {r['ratio']!r} but observed/bound gives {want!r}")
+            if r["resolved_in_float64"] != (r["observed"] > 1e-14):
+                rep.add(f"{where}.resolved_in_float64", "does not match the observed value")
+            viol += r["observed"] > r["bound"] + ALL_WORDS_ALLOWANCE
+    if viol != aw.get("violations"):
+        rep.add("numeric.all_words.violations", f"stored {aw.get('violations')!r} but the stored rows show {viol}")
+    if o.type != "categorical" and aw["mismatched_outputs"] != 0:
+        rep.add("numeric.all_words.mismatched_outputs", "counted only for a categorical output")
+    hp = aw.get("high_precision") or []
+    if [h["inv_tau"] for h in hp] != [p["inv_tau"] for p in per]:
+        rep.add("numeric.all_words.high_precision", "not one 50-digit run per temperature of the all-words runs")
+    for j, h in enumerate(hp):
+        where = f"numeric.all_words.high_precision[{j}]"
+        bd = evaluate(an.bound.outputs[o.name], n_value=N, inv_tau=Fraction(h["inv_tau"]))
+        if h["n"] != N or h["bound"] != mpmath.nstr(bd, 15):
+            rep.add(f"{where}.bound", f"stored {h['bound']!r} at n = {h['n']}, but the bound at n = {N} is "
+                                      f"{mpmath.nstr(bd, 15)}")
+        want = float(mpmath.mpf(h["observed_mp50"]) / bd) if bd > 0 else None
+        if (want is None) != (h["ratio"] is None) or (want is not None and abs(want - h["ratio"]) > 1e-9 * max(1.0, want)):
+            rep.add(f"{where}.ratio", f"stored {h['ratio']!r} but observed_mp50/bound gives {want!r}")
+    ok = viol == 0 and aw["mismatched_outputs"] == 0 and all(h["ratio"] is None or h["ratio"] <= 1 + 1e-9 for h in hp)
+    if aw["ok"] is not ok:
+        rep.add("numeric.all_words.ok", f"is {aw['ok']!r} but the rows give {ok!r}")
+    rep.checked.append("all-words numeric rows consistent")
