@@ -5,7 +5,7 @@ import softhard
 spec = softhard.load_formula("examples/tomita4.ltl")
 c = softhard.build(spec, softhard.Params(regime="T", eta="1/4"))
 for node, nb in softhard.derive(c).items():
-    print(f"{node}: error <= {nb.bound.leak}")
+    print(f"{node}: {nb.bound.kind} bound in {sorted(map(str, nb.bound.leak.free_symbols))}")
 cert = softhard.certify(c, n_max=10_000, find_tau=True)
 inv_tau = cert["construction"]["inv_tau_decimal"]
 print(cert["status"], "at 1/tau =", inv_tau)
