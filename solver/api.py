@@ -74,12 +74,13 @@ def derive(c: Construction) -> dict[str, NodeBound]:
     return dict(c.bounds)
 
 
-def verify(certificate: dict | str | os.PathLike, *, timeout_s: float = 20.0) -> VerifyReport:
+def verify(certificate: dict | str | os.PathLike, *, timeout_s: float = 20.0, budget_s: float = 600.0) -> VerifyReport:
     """Verify a certificate (a dict, or a file read strictly) of any kind by replay
-    (docs/certificates.md).  Returns the report (``.ok``, ``.problems`` by JSON path); raises
+    (docs/certificates.md); ``timeout_s`` per re-run query, ``budget_s`` for all re-proofs.
+    Returns the report (``.ok``, ``.problems`` by JSON path); raises
     :class:`~softhard.constructions.errors.CertificateError` only for a file that is not strict JSON."""
     cert = certificate if isinstance(certificate, dict) else load_certificate(certificate)
-    return verify_certificate(cert, timeout_s=timeout_s)
+    return verify_certificate(cert, timeout_s=timeout_s, budget_s=budget_s)
 
 
 def run(c: Construction, word, *, inv_tau: float) -> tuple[Trace, Trace]:

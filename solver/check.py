@@ -19,6 +19,7 @@ n is treated as a real in each box (a stronger claim); counterexamples are integ
 
 from __future__ import annotations
 
+import contextvars
 import math
 import multiprocessing as mp
 import signal
@@ -276,10 +277,20 @@ def check_claim(claim: Claim, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_boxes
     return res
 
 
+#: wall-clock deadline (``time.perf_counter()``) of the running verify, or None: a verify's total
+#: budget, on top of each claim's box and time budget (set by :func:`softhard.solver.replay.verify`)
+VERIFY_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("softhard_verify_deadline",
+                                                                              default=None)
+#: the ``reason`` of a claim a verify did not re-check because its total budget was spent
+BUDGET_SPENT = "verify time budget exhausted before this claim (--budget)"
+
+
 class ProofCache:
     """The results of :func:`check_claim` within one certify or one replay, keyed by the exact claim
     and the call's options, so the proof a search found is the proof the certificate records
-    (never shared between a certify and a verify: each creates its own)."""
+    (never shared between a certify and a verify: each creates its own).  Inside a verify with a
+    total budget (:data:`VERIFY_DEADLINE`) each claim gets at most the time left, and none once it
+    is spent (status unknown, reason :data:`BUDGET_SPENT`)."""
 
     def __init__(self) -> None:
         self._results: dict[tuple, ClaimResult] = {}
@@ -288,5 +299,11 @@ class ProofCache:
         """:func:`check_claim` of ``claim`` with ``options``, computed once."""
         key = (sp.srepr(claim.expr), claim.eta, claim.n_lo, claim.n_hi, tuple(sorted(options.items())))
         if key not in self._results:
+            deadline = VERIFY_DEADLINE.get()
+            if deadline is not None:
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    return ClaimResult(claim=claim, status="unknown", reason=BUDGET_SPENT)
+                options = {**options, "total_s": min(options.get("total_s", 120.0), left)}
             self._results[key] = check_claim(claim, **options)
         return self._results[key]

@@ -32,6 +32,7 @@ from typing import Callable, Mapping
 import jsonschema
 
 from ..constructions.errors import SofthardError
+from .check import VERIFY_DEADLINE
 from .certjson import canonical, diff, hash_problems, leaves
 
 SCHEMA = "softhard-certificate"
@@ -156,8 +157,15 @@ def _envelope(cert, rep: VerifyReport) -> bool:
     return True
 
 
-def _timed_out(fresh: dict) -> bool:
-    return any(isinstance(v, str) and "timeout" in v and p and p[-1] == "reason" for p, v in leaves(fresh))
+#: words in a re-run claim's ``reason`` that mean the replay hit a budget, not a different answer
+BUDGET_WORDS = ("timeout", "time limit", "budget")
+#: default total time a verify may spend re-proving claims (seconds; ``--budget``)
+DEFAULT_BUDGET_S = 600.0
+
+
+def _budget_hit(fresh: dict) -> bool:
+    return any(isinstance(v, str) and p and p[-1] == "reason" and any(w in v for w in BUDGET_WORDS)
+               for p, v in leaves(fresh))
 
 
 def clear_replay_cache() -> None:
@@ -165,11 +173,14 @@ def clear_replay_cache() -> None:
     _REPLAYS.clear()
 
 
-def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float = 20.0) -> VerifyReport:
+def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float = 20.0,
+           budget_s: float = DEFAULT_BUDGET_S) -> VerifyReport:
     """Verify ``cert`` by replay (module docstring); never raises for a bad certificate — every
     problem is reported with its JSON path.  ``kinds``: the registry of certificate kinds
     (:data:`softhard.solver.kinds.KINDS`).  ``timeout_s``: the hard wall-clock limit of each
-    re-run solver query (a re-run that times out is reported, never taken as agreement)."""
+    re-run solver query (a re-run that times out is reported, never taken as agreement);
+    ``budget_s``: the total time the replay may spend proving claims (each claim also has its own
+    box and time budget); a claim left unproved by a budget is reported as not re-checked."""
     t0 = time.perf_counter()
     rep = VerifyReport(status=cert.get("status") if isinstance(cert, dict) else None)
     if not _envelope(cert, rep):
@@ -181,7 +192,11 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float = 20.0) ->
         rep.add("kind", f"unknown certificate kind {cert['kind']!r} (known: {', '.join(sorted(kinds))})")
     else:
         try:
-            fresh, ctx = _replay(kind, cert, timeout_s)
+            token = VERIFY_DEADLINE.set(time.perf_counter() + budget_s)
+            try:
+                fresh, ctx = _replay(kind, cert, timeout_s)
+            finally:
+                VERIFY_DEADLINE.reset(token)
         except SofthardError as e:
             rep.add(getattr(e, "path", None) or "source", f"cannot replay the certificate: {e}")
         except Exception as e:  # noqa: BLE001 — a tampered source can fail in many ways; report, never crash
@@ -189,9 +204,10 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float = 20.0) ->
         else:
             body = {k: v for k, v in cert.items() if k != "hashes"}
             probs = diff(body, fresh, unchecked_fields(kind.name))
-            if probs and _timed_out(fresh):
-                probs = [(p, m + " (a re-run solver query timed out: could not be re-checked; try a larger "
-                                  "--timeout)") for p, m in probs]
+            if probs and _budget_hit(fresh):
+                probs = [(p, m + " (the replay hit a solver budget — a query's time limit, a claim's box or "
+                                  "time budget, or verify's total budget — so this could not be re-checked; try "
+                                  "a larger --timeout or --budget)") for p, m in probs]
             rep.problems.extend(probs)
             rep.checked.append("replayed from source and parameters: every non-measured field re-derived "
                                "and compared")

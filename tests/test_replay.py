@@ -107,3 +107,13 @@ def test_paths_and_diff():
     assert diff(a, b, ignore=("x[*].y", "x[1].z")) == []
     assert [p for p, _ in diff({"a": 1}, {"b": 1})] == ["a", "b"]
     assert diff([1, 2], [1]) == [("<root>", "has 2 item(s), the replay gives 1")]
+
+
+def test_a_spent_budget_is_reported_never_taken_as_agreement(cert):
+    from softhard.solver.replay import clear_replay_cache
+    clear_replay_cache()
+    rep = verify_certificate(cert, budget_s=0.0)
+    clear_replay_cache()
+    assert not rep.ok
+    assert rep.problems[0][1].endswith("try a larger --timeout or --budget)"), rep.problems[0]
+    assert any(f.endswith(".status") for f, _ in rep.problems)
