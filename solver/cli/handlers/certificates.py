@@ -288,6 +288,3 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
                      f"{hp['ratio']:.4g}, '{hp['word']}')" if hp else "")
                   + f"; bound exceeded: {aw['violations']}, outputs differing: {aw['mismatched_outputs']}")
     con.print(status_line(cert, path))
-
-
-PRINTERS = {"formula": print_formula_certificate, "model": print_model_certificate, "tracr": print_tracr_certificate}
