@@ -55,3 +55,16 @@ class SearchFailed(SofthardError):
     """A parameter search found nothing it could prove (not bad input: the CLI exits 1)."""
 
     exit_code = 1
+
+
+class NotSimulable(SofthardError):
+    """A hard-attention model is not simulable by softmax this way: some head has gap 0 on an input
+    of length ≤ n_max, or a tie-break changed its hard outputs (THEORY §6).  ``report`` is the gap
+    analysis with the witnesses (a :class:`softhard.constructions.gaps.GapReport`).  Not bad input:
+    the CLI exits 1."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, report=None):
+        super().__init__(message)
+        self.report = report

@@ -35,11 +35,9 @@ import numpy as np
 from .errors import ParameterError
 from .exact import ExactEngine, ExactRun, HeadRows
 from .hard_model import ONE, POS, CanonHead, HardModel, MLPSpec, zeros
+from .parameters import DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS
 from .positional import PEFeature
 
-DEFAULT_EXHAUSTIVE_LIMIT = 20_000
-DEFAULT_SEARCH_WORDS = 20_000
-DEFAULT_SEARCH_MAX_LEN = 512
 DENSE_CAP = 4096  # longest word the searched analysis evaluates (exact scores cost O(n^2) per head)
 CHUNK = 2048
 

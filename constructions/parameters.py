@@ -2,14 +2,15 @@
 
 Shared by the constructions (:mod:`softhard.constructions.weights`,
 :mod:`softhard.constructions.counting`, :mod:`softhard.constructions.compile`), the pipeline's
-:class:`~softhard.constructions.params.Params` and the command line; it sits below all of them.
+:class:`~softhard.bounds.params.Params` and the command line; it sits below all of them.  It
+imports nothing heavy (no NumPy): the command line's argument types use it while building the
+parser, before any command runs.
 """
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
-
-import numpy as np
 
 from .errors import ParameterError
 
@@ -27,7 +28,7 @@ def to_fraction(x, what: str = "value") -> Fraction:
     if isinstance(x, int):
         return Fraction(x)
     if isinstance(x, float):
-        if not np.isfinite(x):
+        if not math.isfinite(x):
             raise ParameterError(f"{what} must be a finite number, got {x!r}")
         x = repr(x)
     if hasattr(x, "p") and hasattr(x, "q"):  # sympy Rational
@@ -43,6 +44,13 @@ def to_fraction(x, what: str = "value") -> Fraction:
 REGIMES = ("T", "U", "P")
 DEFAULT_BETA = Fraction(1, 4)
 DEFAULT_ETA = Fraction(1, 4)
+
+#: defaults of the gap analysis (:func:`softhard.constructions.gaps.analyse_gaps`), also the
+#: command line's defaults: exhaustive when at most this many words, else a search of
+#: ``DEFAULT_SEARCH_WORDS`` exact evaluations on words up to ``DEFAULT_SEARCH_MAX_LEN`` symbols
+DEFAULT_EXHAUSTIVE_LIMIT = 20_000
+DEFAULT_SEARCH_WORDS = 20_000
+DEFAULT_SEARCH_MAX_LEN = 512
 
 
 def check_regime(regime: str) -> str:

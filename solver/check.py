@@ -31,7 +31,7 @@ import sympy as sp
 import z3
 
 from ..constructions.errors import SolverError
-from .arbcheck import value_at, ArbResult, arb_check
+from .arbcheck import ArbResult, arb_check, exceeds, value_at
 from .encode import Query, build_query
 
 DEFAULT_TIMEOUT_S = 20.0
@@ -172,7 +172,6 @@ def _model_value(text: str | None) -> Fraction | None:
 
 
 def _violates(expr: sp.Expr, eta: Fraction, nv: int) -> tuple[bool, str]:
-    from .arbcheck import exceeds
     return exceeds(expr, eta, nv, prec=512)
 
 

@@ -7,8 +7,8 @@ certificate kind (THEORY §6, §8; docs/models.md).
 1. gap analysis (:mod:`softhard.constructions.gaps`) over words of length ``1..n_max``; a UHA
    head with ties gets the tie-break term of THEORY §4 (``tie_break="auto"``), and the analysis
    is re-run on the tie-broken model, whose hard outputs are checked equal to the original's;
-2. a head with gap 0 makes the model *not simulable this way*: :class:`NotSimulable` is raised
-   with the witness input;
+2. a head with gap 0 makes the model *not simulable this way*: :class:`~softhard.constructions.errors.NotSimulable`
+   is raised with the witness input;
 3. the composed bound (:mod:`softhard.bounds.composed`) with the premises "gap ≥ γ_h, ties ≤ a_h"
    gives one claim per output: ``error(n, τ) ≤ ε`` for ``n ∈ [n_min, n_max]``.
 
@@ -51,7 +51,7 @@ from ..bounds.intervals import down
 from ..bounds.core import Bound, epsilon as epsilon_sym
 from ..bounds.params import Params
 from ..bounds.derive import NodeBound
-from ..constructions.errors import CertificateError, ParameterError, SearchFailed, SofthardError
+from ..constructions.errors import CertificateError, NotSimulable, ParameterError, SearchFailed
 from ..constructions.exact import ExactEngine
 from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS, GapReport,
                                   HeadGap, OutputMargin, TieBreak, analyse_gaps, count_words, plan_tie_breaks,
@@ -69,15 +69,6 @@ from .replay import Kind, VerifyReport
 #: most words an exhaustive premise may cover for ``verify`` to re-run the enumeration
 VERIFY_EXHAUSTIVE_LIMIT = 1_000_000
 SOURCE = "THEORY §2 (gap lemma), §6 (composition along the model graph, per coordinate)"
-
-
-class NotSimulable(SofthardError):
-    """Some head has gap 0 on an input of length ≤ n_max: softmax cannot simulate it this way
-    (THEORY §6).  ``report`` is the gap analysis with the witnesses."""
-
-    def __init__(self, message: str, report: GapReport):
-        super().__init__(message)
-        self.report = report
 
 
 def frac(x: Fraction | None) -> str | None:

@@ -16,6 +16,7 @@ The certified ``1/τ`` is therefore within a factor ``1 + margin`` (default 1e-9
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, localcontext
 from fractions import Fraction
@@ -25,6 +26,7 @@ import mpmath
 import sympy as sp
 
 from ..bounds.derive import required_inv_tau
+from ..constructions.adversarial import key_pattern_leak
 from .check import Claim, ClaimResult, check_claim
 
 
@@ -99,10 +101,6 @@ def empirical_inv_tau(model, node: str, key_label: str, n: int, eta: Fraction, *
     the head can see (``("ones",)`` for a key ≡ 1); ``spacing``/``direction``: as in
     :func:`~softhard.constructions.adversarial.key_pattern_leak`.  Returns ``(1/τ, runs)``.
     """
-    import math
-
-    from ..constructions.adversarial import key_pattern_leak
-
     le = math.log(float(eta))
     runs = 1
     # the binding pattern at the starting point (b ≡ 1 for case A, b ≡ 0 for case B)

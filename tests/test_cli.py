@@ -193,6 +193,49 @@ def test_help_and_console_script():
         assert "--json" in out.stdout, cmd
 
 
+#: third-party packages the pipeline's stages load; building the parser loads none of them
+STAGE_PACKAGES = {"numpy", "sympy", "z3", "mpmath", "flint", "networkx", "lark", "rich", "jsonschema"}
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["certify", "--help"], ["run", "Y a", "ab", "--tau", "0"]])
+def test_help_and_usage_errors_load_no_stage(argv):
+    """``softhard --help``, a command's help and a usage error return without importing NumPy,
+    SymPy or Z3 (the commands' handlers are imported only to run them; solver/cli/__init__.py).
+    PYTHONPROFILEIMPORTTIME makes the installed console script list every module it imports."""
+    import os
+    import shutil
+    exe = shutil.which("softhard", path=str(Path(sys.executable).parent))
+    out = subprocess.run([exe, *argv], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert out.returncode == (2 if "--tau" in argv else 0), out.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    assert "softhard.solver.cli.options" in imported  # the listing works
+    assert not {m.split(".")[0] for m in imported} & STAGE_PACKAGES
+    assert not {m for m in imported if m.startswith("softhard.solver.cli.handlers")}
+
+
+def test_building_the_parser_loads_no_stage():
+    code = ("import sys, contextlib, io; import softhard.solver.cli as c\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert c.main(['--help']) == 0 and c.main(['certify', '--help']) == 0\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in %r))" % (STAGE_PACKAGES,))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_a_command_loads_only_its_handler():
+    """The driver imports the chosen command's handler by name (its COMMANDS table)."""
+    code = ("import sys, softhard.solver.cli as c\n"
+            "assert c.main(['bound', 'Y a', '--json']) == 0\n"
+            "print(sorted(m for m in sys.modules if m.startswith('softhard.solver.cli.handlers.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    loaded = eval(out.stdout.strip().splitlines()[-1])
+    assert "softhard.solver.cli.handlers.bound" in loaded
+    assert not {"softhard.solver.cli.handlers.certify", "softhard.solver.cli.handlers.run"} & set(loaded)
+
+
 @pytest.mark.parametrize("argv,where", [
     (["certify", "Y a", "--tau", "0", "--json"], "--tau"),
     (["certify", "Y a", "--tau", "nan", "--json"], "--tau"),

@@ -1,0 +1,98 @@
+"""The ``softhard`` command line (console script ``softhard = softhard.solver.cli:main``).
+
+Commands: ``run`` (the hard and soft transformers on one word), ``bound`` (symbolic node bounds
+and required temperatures), ``confirm`` (numeric confirmation of the bounds), ``certify`` and
+``verify`` (solver-checked certificates, every input kind), ``gap`` (a model file's score gaps),
+``hahn`` (Hahn's obstacle at a fixed temperature).  Exit status: 0 success, 1 a claim was refuted
+or unknown / a check failed, 2 bad input (one-line message, no traceback).
+
+Layout: each command has two modules.
+
+* ``cli/<command>.py`` defines the command's parser: ``HELP``, ``DESCRIPTION`` and
+  ``add_arguments(parser)``.  These modules, :mod:`.options` and this driver are light (standard
+  library, :mod:`softhard.constructions.errors`, :mod:`softhard.constructions.parameters`), so
+  ``softhard --help`` and every usage error return without loading NumPy, SymPy or Z3.
+* ``cli/handlers/<command>.py`` does the work: ``handle(args) -> int`` (the exit status).  Its
+  module-level imports are the pipeline's stages.  :func:`main` imports the chosen command's
+  handler — and only that one — by its dotted name from :data:`COMMANDS`.
+
+A command with several sources (``run`` and ``certify``: a formula, ``--model FILE`` or
+``--tracr MODEL``) defines all of them in its one parser; its handler picks the kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from importlib import import_module
+from types import ModuleType
+
+from ... import __version__
+from ...constructions.errors import SofthardError
+from . import bound, certify, confirm, gap, hahn, run, verify
+from .options import EXIT_BAD_INPUT, Parser, UsageErrors, attach_negative_values, value_options
+
+#: command -> (the module defining its parser, the dotted name of its handler module); in the
+#: order ``softhard --help`` lists them
+COMMANDS: dict[str, tuple[ModuleType, str]] = {
+    "run": (run, "softhard.solver.cli.handlers.run"),
+    "bound": (bound, "softhard.solver.cli.handlers.bound"),
+    "confirm": (confirm, "softhard.solver.cli.handlers.confirm"),
+    "certify": (certify, "softhard.solver.cli.handlers.certify"),
+    "verify": (verify, "softhard.solver.cli.handlers.verify"),
+    "gap": (gap, "softhard.solver.cli.handlers.gap"),
+    "hahn": (hahn, "softhard.solver.cli.handlers.hahn"),
+}
+
+DESCRIPTION = ("softhard: when does softmax attention compute exactly what hard attention computes? Compiles "
+               "temporal-logic formulas to hard- and soft-attention transformers, derives per-node error bounds in "
+               "SymPy, proves parameter choices with Z3, and confirms numerically.")
+
+
+def build_parsers() -> tuple[Parser, dict[str, Parser]]:
+    """The root parser and each command's parser (they share one :class:`UsageErrors`)."""
+    errors = UsageErrors()
+    ap = Parser(prog="softhard", description=DESCRIPTION, usage_errors=errors)
+    ap.add_argument("--version", action="version", version=f"softhard {__version__}")
+    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND",
+                            parser_class=functools.partial(Parser, usage_errors=errors))
+    sub.required = True
+    parsers = {}
+    for name, (module, _) in COMMANDS.items():
+        p = sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION)
+        module.add_arguments(p)
+        parsers[name] = p
+    return ap, parsers
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The root parser of ``softhard`` (every command's parser below it)."""
+    return build_parsers()[0]
+
+
+def main(argv=None) -> int:
+    """Run one ``softhard`` command line (default ``sys.argv[1:]``); returns the exit status."""
+    ap, parsers = build_parsers()
+    argv = attach_negative_values(value_options([ap, *parsers.values()]), list(sys.argv[1:] if argv is None else argv))
+    ap.usage_errors.json = "--json" in argv
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:  # argparse: --help (0) or a usage error (2)
+        return int(e.code or 0)
+    try:
+        handler = import_module(COMMANDS[args.cmd][1])
+        import mpmath  # third-party, loaded with the handler's stages; every command runs at 30 digits
+
+        with mpmath.workdps(30):
+            return handler.handle(args)
+    except SofthardError as e:
+        code = getattr(e, "exit_code", EXIT_BAD_INPUT)
+        print(f"softhard: error: {e}", file=sys.stderr)
+        if getattr(args, "json", False):  # scripts reading stdout get a JSON object too
+            print(json.dumps({"error": str(e), "kind": type(e).__name__, "exit": code}))
+        return code
+    except KeyboardInterrupt:
+        print("softhard: interrupted", file=sys.stderr)
+        return 130

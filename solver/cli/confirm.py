@@ -1,0 +1,22 @@
+"""``softhard confirm``: numeric confirmation of a formula construction's node bounds on many
+inputs.  The parser only (light); the work: :mod:`softhard.solver.cli.handlers.confirm`."""
+
+from __future__ import annotations
+
+from .options import add_formula_options, nonneg_int, positive_int, tau_option
+
+HELP = "numeric confirmation of the node bounds on many inputs"
+DESCRIPTION = ("Run the soft transformer on (a) every word up to --exhaustive-len, (b) --random random words up to "
+               "--n-max, (c) adversarial words per node, and compare each node's worst leak with its bound "
+               "(tightness = observed/bound).")
+
+
+def add_arguments(p) -> None:
+    add_formula_options(p)
+    p.add_argument("--n-max", type=positive_int("--n-max"), default=1000, help="longest random/adversarial word")
+    p.add_argument("--exhaustive-len", type=nonneg_int("--exhaustive-len"), default=10,
+                   help="all words up to this length (default 10)")
+    p.add_argument("--random", type=nonneg_int("--random"), default=1000, help="number of random words (default 1000)")
+    p.add_argument("--seed", type=nonneg_int("--seed"), default=0, help="random seed (>= 0)")
+    p.add_argument("--tau", type=tau_option, default=None,
+                   help="fixed temperature for every length (default: the tight 1/tau(n) at each length)")

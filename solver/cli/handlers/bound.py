@@ -1,0 +1,91 @@
+"""``softhard bound``: per attention node of a formula's construction, the tight SymPy bound, the
+inverse temperature it needs at ``--n-max`` (tight numeric, closed form, generic gap lemma) and its
+growth order in n."""
+
+from __future__ import annotations
+
+import json
+
+import sympy as sp
+from rich.table import Table
+
+from ....bounds import selection as S
+from ....bounds.core import asymptotic_order
+from ....bounds.derive import evaluate, in_tau, latex, required_inv_tau
+from ..options import EXIT_OK
+from .console import fmt, stdout_console
+from .formula import formula_construction
+
+
+def handle(args) -> int:
+    """Per attention node: its bound, the 1/tau it needs at ``--n-max`` and its growth order."""
+    c = formula_construction(args)
+    nmax = args.n_max
+    subs = {S.beta: sp.Rational(c.beta.numerator, c.beta.denominator),
+            S.eta: sp.Rational(c.eta.numerator, c.eta.denominator)}
+    nodes = []
+    for v, nb in c.bounds.items():
+        b = nb.bound
+        order, const = asymptotic_order(sp.simplify(b.inv_tau_star.subs(subs)))
+        gen_star = b.inv_tau_star_generic
+        gorder = asymptotic_order(gen_star.subs(subs))[0] if gen_star is not None else None
+        req = (float(required_inv_tau(in_tau(b, c.params.exact()), n_value=nmax, eta_value=c.eta, beta_value=c.beta))
+               if nmax >= b.n_min else 0.0)
+        gen = (float(required_inv_tau(b.generic, n_value=nmax, eta_value=c.eta, beta_value=c.beta))
+               if nmax >= 2 and b.generic is not None else None)
+        closed = float(evaluate(b.inv_tau_star, n_value=max(nmax, b.n_min), inv_tau=1, beta_value=c.beta,
+                                eta_value=c.eta))
+        nodes.append({
+            "node": v, "operator": nb.operator, "layer": nb.layer, "kind": b.kind, "key_const": b.key_const,
+            "parameter": str(b.parameter),
+            "leak_bound": str(b.leak), "leak_bound_latex": latex(b.leak),
+            "all_n_bound": None if b.all_n is None else str(b.all_n),
+            "generic_bound": None if b.generic is None else str(b.generic), "gap": str(b.gap),
+            "inv_tau_required": req, "inv_tau_closed_form": closed, "inv_tau_generic": gen,
+            "closed_form": str(b.inv_tau_star), "closed_form_latex": latex(b.inv_tau_star),
+            "order": order, "order_constant": str(const), "generic_order": gorder,
+            "attained_by": b.attained_by, "valid_for_n_ge": b.n_min, "source": b.source,
+        })
+    required = {}
+    for x in nodes:
+        required[x["parameter"]] = max(required.get(x["parameter"], 0.0), x["inv_tau_required"])
+    result = {"formula": str(c.spec.formula), "alphabet": list(c.spec.alphabet), "regime": c.regime,
+              "beta": str(c.beta), "eta": str(c.eta), "n_max": nmax, "nodes": nodes,
+              "comparator": c.source.get("comparator"),
+              "composed": "every node's error <= eta  =>  every clean-up round_eta is exact  =>  "
+                          "soft output == hard output (THEORY §3)",
+              "inv_tau_required_all_nodes": required.get("tau", 0.0),
+              "inv_required_by_parameter": required}
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return EXIT_OK
+    con = stdout_console()
+    con.print(f"[bold]{c.spec.formula}[/bold]  regime {c.regime}, beta = {c.beta}, eta = {c.eta}, n_max = {nmax}"
+              + (f", comparator {result['comparator']}" if result["comparator"] else ""))
+    if not nodes:
+        con.print("no attention nodes: the formula is computed exactly by the embedding and ReLU gates")
+        return EXIT_OK
+    t = Table(show_header=True, header_style="bold")
+    for col in ("node", "op", "layer", "param p", f"1/p needed at n={nmax} (tight)", "closed form", "gap lemma",
+                "order", "gap-lemma order"):
+        t.add_column(col, justify="right" if col not in ("node",) else "left", overflow="fold")
+    for x in nodes:
+        t.add_row(x["node"], x["operator"], str(x["layer"]), x["parameter"], fmt(x["inv_tau_required"], 8),
+                  fmt(x["inv_tau_closed_form"], 8), fmt(x["inv_tau_generic"], 8) if x["inv_tau_generic"] else "-",
+                  x["order"], x["generic_order"] or "-")
+    con.print(t)
+    shown = set()
+    for x in nodes:
+        key = x["leak_bound"]
+        if key in shown:
+            continue
+        shown.add(key)
+        kind = {"selection": "key ≡ 1 (Y/X)" if x["key_const"] else "general key"}.get(x["kind"], x["kind"])
+        con.print(f"\n[bold]error bound ({kind})[/bold], attained by {x['attained_by']}:")
+        con.print(x["leak_bound_latex"] if args.latex else key)
+        con.print(f"[bold]closed-form 1/{x['parameter']}*(n, eta)[/bold]:")
+        con.print(x["closed_form_latex"] if args.latex else x["closed_form"])
+        if x["all_n_bound"]:
+            con.print(f"[bold]bound for all n[/bold]: {x['all_n_bound']}")
+    con.print(f"\n{result['composed']}")
+    return EXIT_OK

@@ -1,0 +1,172 @@
+"""``softhard certify``: one command for every kind of source, one path (docs/certificates.md).
+
+:func:`handle` picks the source's kind — a formula (inline, a ``.ltl`` file, or the embedded
+default example :data:`DEFAULT_EXAMPLE`), a model file (``--model FILE``) or a Tracr export
+(``--tracr MODEL``) — and calls that kind's certify from :data:`CERTIFY`: it checks the kind's
+options, builds the construction and returns the certificate (formula:
+:func:`softhard.solver.certificate.certify`; model:
+:func:`softhard.solver.models.build_model_construction` and
+:func:`~softhard.solver.models.certify_model`; Tracr: :func:`softhard.solver.tracr.certify_tracr`).
+Then, for every kind alike: the certificate is written (``-o``), printed (``--json``, or the
+kind's summary from :mod:`.certificates`), and the exit status is 0 when every claim is proved and
+the numeric confirmation agrees, else 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Callable
+
+from ....constructions.errors import NotSimulable, ParameterError
+from ....constructions.modelfile import load_model
+from ....constructions.parameters import to_fraction
+from ....constructions.parse import load_spec, parse_spec
+from ....constructions.tracr_load import load_tracr
+from ...certificate import certify
+from ...certjson import check_output_path, write_certificate
+from ...models import VERIFY_EXHAUSTIVE_LIMIT, build_model_construction, certify_model
+from ...tracr import certify_tracr
+from ..options import EXIT_FAIL
+from .certificates import print_formula_certificate, print_model_certificate, print_tracr_certificate
+from .console import certified_exit, stderr_console
+from .formula import eps_ln_option, formula_construction
+
+#: certified when ``softhard certify`` is given no source (Tomita 4: binary words without 000)
+DEFAULT_EXAMPLE = """\
+// Embedded default example: Tomita 4, binary strings without the factor 000.
+name: tomita4
+description: Tomita 4, binary strings without the factor 000 (embedded default)
+alphabet: 0 1
+formula:
+     !(0 & Y 0 & Y Y 0)
+  & H !(0 & Y 0 & Y Y 0)
+"""
+
+
+def source_kind(args) -> str:
+    """``"formula"``, ``"model"`` or ``"tracr"``: the one source given (no source: the formula
+    kind's default example); each kind's own options refused with another."""
+    if args.tracr:
+        if args.model:
+            raise ParameterError("give either --tracr or --model, not both")
+        if args.formula is not None:
+            raise ParameterError("give either a formula or --tracr, not both")
+        return "tracr"
+    if args.n is not None:
+        raise ParameterError("--n is for --tracr")
+    if args.model:
+        if args.formula is not None:
+            raise ParameterError("give either a formula or --model, not both")
+        return "model"
+    if args.epsilon is not None:
+        raise ParameterError("--epsilon is for --model (formula certificates use --eta)")
+    return "formula"
+
+
+def _status(args, text: str):
+    """The progress spinner on stderr, and the callback that updates it (silent with ``--json``)."""
+    st = stderr_console().status(text, spinner="dots")
+    return st, ((lambda s: st.update(s)) if not args.json else (lambda s: None))
+
+
+def _check_range(args) -> None:
+    if args.tau is None and not args.find_tau:
+        raise ParameterError("give --tau T or --find-tau")
+    if args.n_min > args.n_max:
+        raise ParameterError(f"--n-min {args.n_min} exceeds --n-max {args.n_max}")
+
+
+def certify_formula(args) -> dict:
+    """A formula's certificate (THEORY §8): the formula argument, or :data:`DEFAULT_EXAMPLE`."""
+    _check_range(args)
+    if args.range_only and args.regime == "T":
+        raise ParameterError("--range-only applies to regimes U and P (regime T certificates are always for "
+                             "n in [n-min, n-max])")
+    if args.formula is None:
+        spec = parse_spec(DEFAULT_EXAMPLE, source="<embedded tomita4>")
+    else:
+        spec = load_spec(args.formula, alphabet=args.alphabet)
+    c = formula_construction(args, spec)
+    # --find-tau also finds the largest certifiable layer-norm epsilon unless --eps-ln fixes it
+    tune = ("eps_ln",) if args.find_tau and eps_ln_option(args) is None and c.params.eps_ln is not None else ()
+    if args.output:  # fail before the work if the output cannot be written
+        check_output_path(args.output, force=args.force)
+    st, say = _status(args, "certifying")
+    with st:
+        return certify(c, n_max=args.n_max, n_lo=args.n_min, tau=args.tau, find_tau=args.find_tau,
+                       all_n=False if args.range_only else None, timeout_s=args.timeout, numeric=not args.no_numeric,
+                       progress=say, tune=tune)
+
+
+def certify_model_file(args) -> dict:
+    """A model file's certificate (THEORY §6; docs/models.md): gap premises, composed bounds, τ.
+    Raises :class:`NotSimulable` when a head has gap 0."""
+    if args.epsilon is None:
+        raise ParameterError("certify --model needs --epsilon E (the target output error, exact, e.g. 1/4)")
+    if args.exhaustive_limit > VERIFY_EXHAUSTIVE_LIMIT:
+        raise ParameterError(f"--exhaustive-limit {args.exhaustive_limit} exceeds {VERIFY_EXHAUSTIVE_LIMIT}, the most "
+                             "words 'softhard verify' re-enumerates: such a certificate could not be verified")
+    _check_range(args)
+    if args.output:  # fail before the work if the output cannot be written
+        check_output_path(args.output, force=args.force)
+    spec = load_model(args.model)
+    st, say = _status(args, "analysing gaps")
+    with st:
+        c, an = build_model_construction(spec, n_max=args.n_max, epsilon=args.epsilon,
+                                         tie_break_mode=args.tie_break, exhaustive_limit=args.exhaustive_limit,
+                                         search_words=args.search_words, search_max_len=args.search_max_len,
+                                         seed=args.seed, method=args.method, progress=say)
+        return certify_model(c, an, n_max=args.n_max, n_lo=args.n_min, tau=args.tau, find_tau=args.find_tau,
+                             timeout_s=args.timeout, numeric=not args.no_numeric, progress=say)
+
+
+def certify_tracr_export(args) -> dict:
+    """A Tracr export's certificate (docs/tracr.md): the lengths and temperatures at which the
+    compiled model stays exact."""
+    if args.tau is not None or args.find_tau:
+        raise ParameterError("--tau/--find-tau do not apply to --tracr: the compiled temperature is fixed, and the "
+                             "minimum temperature is always reported")
+    eps = "margin"
+    if args.epsilon not in (None, "margin"):
+        eps = to_fraction(args.epsilon, "--epsilon")
+        if eps <= 0:
+            raise ParameterError(f"--epsilon must be > 0, got {args.epsilon}")
+    if args.output:  # fail before the work if the output cannot be written
+        check_output_path(args.output, force=args.force)
+    tm = load_tracr(args.tracr)
+    if args.n is not None and args.n < 1:
+        raise ParameterError(f"--n must be >= 1, got {args.n}")
+    st, say = _status(args, "analysing")
+    with st:
+        return certify_tracr(tm, epsilon=eps, n_target=args.n, timeout_s=args.timeout, numeric=not args.no_numeric,
+                             progress=say)
+
+
+#: source kind -> (its certify: args -> certificate, its summary printer: (certificate, path) -> None)
+CERTIFY: dict[str, tuple[Callable[..., dict], Callable[..., None]]] = {
+    "formula": (certify_formula, print_formula_certificate),
+    "model": (certify_model_file, print_model_certificate),
+    "tracr": (certify_tracr_export, print_tracr_certificate),
+}
+
+
+def handle(args) -> int:
+    """Certify the one source given (:func:`source_kind`), write and print the certificate."""
+    make, show = CERTIFY[source_kind(args)]
+    try:
+        cert = make(args)
+    except NotSimulable as e:  # not bad input: the witness is the answer (exit 1)
+        if args.json:
+            print(json.dumps({"status": "not simulable", "message": str(e),
+                              "gap_report": e.report.to_json() if e.report is not None else None}, indent=1))
+        else:
+            print(f"softhard: {e}", file=sys.stderr)
+        return EXIT_FAIL
+    if args.output:
+        write_certificate(cert, args.output, force=args.force)
+    if args.json:
+        print(json.dumps(cert, indent=1))
+    else:
+        show(cert, args.output)
+    return certified_exit(cert)

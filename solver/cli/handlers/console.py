@@ -1,0 +1,66 @@
+"""Output of the commands: the rich console, number formatting, and the lines several commands
+print (a numeric confirmation's verdict, a certificate's status)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from rich.console import Console
+
+#: width of tables written to a pipe or file (no terminal to fit; COLUMNS still wins)
+PIPE_WIDTH = 160
+
+
+def stdout_console() -> Console:
+    """The rich console the commands print to: a terminal's own width; piped or redirected,
+    ``PIPE_WIDTH`` columns unless ``COLUMNS`` is set, so tables in logs do not wrap at 80."""
+    width = None
+    if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
+        width = PIPE_WIDTH
+    return Console(highlight=False, soft_wrap=False, width=width)
+
+
+def stderr_console() -> Console:
+    """The console of progress displays (stdout stays clean for ``--json`` and pipes)."""
+    return Console(stderr=True, highlight=False)
+
+
+def fmt(x, digits: int = 6) -> str:
+    """A number for a table: ``digits`` significant digits, exponent notation outside [1e-4, 1e6)."""
+    x = float(x)
+    if x == 0:
+        return "0"
+    if 1e-4 <= abs(x) < 1e6:
+        return f"{x:.{digits}g}"
+    return f"{x:.{max(digits - 2, 2)}e}"
+
+
+def status_line(cert: dict, path, extra: str = "") -> str:
+    """The last line ``certify`` prints (formulas, models, Tracr): the certificate's status, and
+    when the claims are proved but the numeric confirmation failed, that it failed (exit 1)."""
+    colr = {"proved": "green", "refuted": "red"}.get(cert["status"], "yellow")
+    num = cert.get("numeric")
+    failed = num is not None and not num["ok"]
+    return (f"status: [{colr}]{cert['status']}[/{colr}]{extra}"
+            + (" — but the [red]numeric confirmation FAILED[/red] (see above; exit 1)" if failed else "")
+            + f"  ({cert['times']['total_s']:.2f} s)" + (f"; certificate written to {path}" if path else ""))
+
+
+def numeric_verdict(inv_tau: float | None, families: dict, mismatched: int, unguarded: int, premise_failures: int,
+                    ok: bool) -> str:
+    """One line on a numeric confirmation (``certify`` and ``confirm``): inputs, differing outputs
+    and the verdict, saying where the bounds were not claimed to hold (bounds/confirm.py)."""
+    at = "" if inv_tau is None else f" at 1/tau = {inv_tau:.10g}"
+    txt = (f"numeric confirmation{at}: inputs {families}; positions whose clean output "
+           f"differs from the hard model where every bound is <= eta: {mismatched}")
+    if unguarded or premise_failures:
+        txt += (f"; where some bound exceeds eta (too warm: exactness not claimed) {unguarded} differing "
+                f"position(s) and {premise_failures} node check(s) whose inputs were not clean")
+    return txt + ("; no bound exceeded" if ok else "; [red]A BOUND WAS EXCEEDED OR AN OUTPUT DIFFERS[/red]")
+
+
+def certified_exit(cert: dict) -> int:
+    """``certify``'s exit status: 0 when every claim is proved and the numeric confirmation (if
+    run) agrees, else 1."""
+    return 0 if cert["status"] == "proved" and (cert["numeric"] is None or cert["numeric"]["ok"]) else 1

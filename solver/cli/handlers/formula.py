@@ -1,0 +1,50 @@
+"""A formula and its construction from the command line's formula options (``--regime``,
+``--alphabet``, ``--eta``, ``--beta``, ``--comparator``, ``--eps-ln``): validated once into the one
+:class:`~softhard.bounds.params.Params`, then built on the one pipeline
+(:func:`softhard.solver.pipeline.build_formula`)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ....bounds.params import Params
+from ....constructions.errors import ParameterError
+from ....constructions.parameters import check_beta, check_eps_ln, check_eta, to_fraction
+from ....constructions.parse import FormulaSpec, load_spec
+from ...pipeline import Construction, build_formula
+
+
+def formula_spec(args) -> FormulaSpec:
+    """The formula argument (inline or a ``.ltl`` file) with ``--alphabet``."""
+    return load_spec(args.formula, alphabet=args.alphabet)
+
+
+def eps_ln_option(args) -> Fraction | None:
+    """``--eps-ln`` as an exact Fraction ≥ 0, or None (not given)."""
+    if args.eps_ln is None:
+        return None
+    try:
+        return check_eps_ln(to_fraction(args.eps_ln, "--eps-ln"))
+    except ParameterError as e:
+        raise ParameterError(f"--eps-ln: {e}") from None
+
+
+def formula_params(args) -> Params:
+    """The construction's :class:`Params` from the options; a bad ``--beta``/``--eta`` is named as
+    the option (``argument --eta: eta must satisfy ...``)."""
+    checked = {}
+    for opt, check in (("--beta", check_beta), ("--eta", check_eta)):
+        try:
+            checked[opt] = check(to_fraction(getattr(args, opt[2:]), opt))
+        except ParameterError as e:
+            raise ParameterError(f"argument {opt}: {str(e).removeprefix(f'{opt}: ')}") from None
+    eps = eps_ln_option(args)
+    return Params(regime=args.regime, beta=checked["--beta"], eta=checked["--eta"], comparator=args.comparator,
+                  eps_ln=0 if eps is None else eps)
+
+
+def formula_construction(args, spec: FormulaSpec | None = None) -> Construction:
+    """The formula's construction (``spec``, default the formula argument) with the options'
+    parameters."""
+    params = formula_params(args)
+    return build_formula(spec or formula_spec(args), params)

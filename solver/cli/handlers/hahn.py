@@ -1,0 +1,101 @@
+"""``softhard hahn``: Hahn's obstacle (THEORY §1) for a bounded-PE model at one fixed temperature —
+the sensitivity bound, N_fail proved for all n >= N_fail, and with ``--check`` the numeric
+demonstration (:mod:`softhard.solver.hahn`).  The model is a model file or a formula's regime T
+construction.  Exit 1 when the analysis does not apply or a demonstration contradicts it."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+from ....constructions.errors import ParameterError
+from ....constructions.model_export import export_transformer
+from ....constructions.modelfile import load_model, parse_model
+from ....constructions.parameters import check_eta, to_fraction
+from ....constructions.parse import load_spec
+from ...hahn import constructions_keep_working, demonstrate, hahn_analysis, parse_change_at
+from ...pipeline import build
+from .console import stdout_console
+
+
+def handle(args) -> int:
+    """Hahn's analysis of a model file or a formula's regime T construction at the fixed ``--tau``."""
+    if (args.model is None) == (args.formula is None):
+        raise ParameterError("give a formula (or .ltl file) or --model FILE")
+    if args.formula is not None and args.regime != "T":
+        raise ParameterError(f"hahn analyses the bounded-PE construction (regime T); regime {args.regime} has "
+                             "unbounded positional embeddings, where Hahn's lemma does not apply (THEORY §1)")
+    eta = check_eta(to_fraction(args.eta, "--eta"))
+    change = parse_change_at(args.change_at)
+    spec_f = None
+    if args.model:
+        spec = load_model(args.model)
+        hm = spec.canonical()
+        name = spec.name
+    else:
+        spec_f = load_spec(args.formula, alphabet=args.alphabet)
+        c = build(spec_f, "T", beta=to_fraction(args.beta, "--beta"), eta=eta, comparator=args.comparator)
+        doc = export_transformer(c.model, name=f"{spec_f.name} (regime T construction)", at=spec_f.at)
+        hm = parse_model(doc, path="<regime T construction>").canonical()
+        name = doc["name"]
+    inv_tau = 1 / args.tau
+    res = hahn_analysis(hm, inv_tau, eta=eta, change_at=change, timeout_s=args.timeout)
+    result = {"model": name, **res.to_json()}
+    if res.applicable and args.check:
+        result["demonstration"] = {o: demonstrate(hm, res, o, n_cap=args.n_check_max) for o in res.outputs}
+        if spec_f is not None:
+            nfs = [v.get("n_fail") for v in res.outputs.values() if v.get("n_fail")]
+            if nfs:
+                nf = max(nfs)
+                ns = sorted({min(args.n_check_max, k * nf) for k in (1, 2, 4)})
+                result["constructions"] = constructions_keep_working(spec_f, ns, change_at=change, eta=eta)
+    if args.json:
+        print(json.dumps(result, indent=1, default=str))
+    else:
+        print_hahn(result)
+    if not res.applicable:
+        return 1
+    ok = True
+    for v in result.get("demonstration", {}).values():
+        ok &= bool(v["bound_respected"]) and v["failure_forced_from_n_fail"] is not False
+    for r in result.get("constructions", []):
+        ok &= r["rounded_outputs_equal"]
+    return 0 if ok else 1
+
+
+def print_hahn(r: dict) -> None:
+    """The analysis (per head R, M; per output the sensitivity bound and N_fail) and the demonstrations."""
+    con = stdout_console()
+    con.print(f"[bold]{r['model']}[/bold]: Hahn's obstacle at 1/tau = {r['inv_tau']} (fixed), symbol changed at "
+              f"position {r['change_at']}, eta = {r['eta']}")
+    if not r["applicable"]:
+        con.print(f"[yellow]not applicable[/yellow]: {r['reason']}")
+        return
+    for h, R in r["score_range_per_head"].items():
+        con.print(f"  head {h}: non-BOS score range R = {R}, other positions seen M = {r['other_positions_seen_per_head'][h]}")
+    for o, v in r["outputs"].items():
+        con.print(f"[bold]output {o}[/bold]: sensitivity(n) <= {v['sensitivity']}")
+        if v.get("n_fail") is None:
+            con.print(f"  {v.get('message', 'no N_fail')}")
+            continue
+        pf = v.get("proof", {})
+        tv = Fraction(v["target"])
+        con.print(f"  N_fail = {v['n_fail']}: for every n >= N_fail the bound is <= {v['target']} "
+                  f"(= {float(tv):.10g}; {pf.get('status', 'not proved')}"
+                  f"{' by z3 for all n >= N_fail' if pf.get('status') == 'proved' else ''}), "
+                  f"below the flip threshold 1 - 2 eta = {r['flip_threshold']}: no one-symbol change can move the "
+                  f"output from within eta of 0 to within eta of 1 (an output near 1/2 may still cross it).  At n = "
+                  f"N_fail the bound is {v['sensitivity_at_n_fail']:.6g}.")
+    for o, d in r.get("demonstration", {}).items():
+        con.print(f"[bold]numeric demonstration ({o})[/bold]: observed sensitivity below 1 - 2 eta from n = "
+                  f"{d.get('insensitive_from')} on (N_fail = {d['n_fail']}: the bound's guarantee); first length where "
+                  f"a flip pair is not clean: {d['first_break']}; every pair fails from N_fail on: "
+                  f"{d['failure_forced_from_n_fail']}; observed sensitivity <= bound everywhere: {d['bound_respected']}")
+        for row in d["rows"]:
+            if row["n"] in (2, 3, 4, 8, 16, 32, 64) or (d["n_fail"] and row["n"] in (d["n_fail"] - 1, d["n_fail"])) \
+                    or row is d["rows"][-1]:
+                con.print(f"  n = {row['n']:>6}: observed {row['observed_sensitivity']:.4g}  bound "
+                          f"{row['sensitivity_bound']:.4g}  clean pairs {row['clean_pairs']}/{row['pairs']}")
+    for c in r.get("constructions", []):
+        con.print(f"  regime {c['regime']} construction at n = {c['n']} (1/tau = {c['inv_tau']:.6g}, {c['tau_rule']}): "
+                  f"rounded outputs equal to hard on all {c['pairs']} flip pairs: {c['rounded_outputs_equal']}")

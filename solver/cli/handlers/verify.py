@@ -1,0 +1,26 @@
+"""``softhard verify``: re-check a certificate of any kind by replay (docs/certificates.md): the
+one :func:`softhard.solver.kinds.verify_certificate`.  Exit 0 for a valid certificate (whatever
+status it records), 2 for an invalid one, naming the first field that does not match."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ...certjson import load_certificate
+from ...kinds import verify_certificate
+
+
+def handle(args) -> int:
+    """Verify the certificate file by replay; exit 0 only when it is valid."""
+    cert = load_certificate(args.file)
+    rep = verify_certificate(cert, timeout_s=args.timeout)
+    if args.json:
+        print(json.dumps(rep.to_json(), indent=1))
+    elif rep.ok:
+        print(f"valid certificate: status {rep.status}; checked {', '.join(rep.checked)} ({rep.seconds:.2f} s)")
+    else:
+        f, m = rep.problems[0]
+        more = f" (+{len(rep.problems) - 1} more problem(s); --json lists all)" if len(rep.problems) > 1 else ""
+        print(f"softhard: invalid certificate {args.file}: {f}: {m}{more}", file=sys.stderr)
+    return 0 if rep.ok else 2

@@ -1,0 +1,180 @@
+"""The command line's parser class, argument types and shared option sets.
+
+Light on purpose: it is imported to build every command's parser (``softhard --help`` included),
+so it imports only the standard library, :mod:`softhard.constructions.errors` and
+:mod:`softhard.constructions.parameters` (no NumPy, SymPy or Z3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ...constructions.errors import ParameterError
+from ...constructions.parameters import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS,
+                                         REGIMES, to_fraction)
+
+#: exit status: success; a claim refuted or unknown / a check failed; bad input (one line, no traceback)
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+
+#: the longest solver time limit accepted (one day): beyond it a "limit" is no limit
+MAX_TIMEOUT_S = 86400.0
+
+
+@dataclass
+class UsageErrors:
+    """How usage errors are reported, shared by the root parser and every command's parser:
+    ``json`` is set when the command line asks for ``--json`` (scripts then get a JSON object on
+    stdout too)."""
+
+    json: bool = False
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and exit status 2 (with ``--json``, also one
+    JSON object on stdout).  ``usage_errors``: the shared :class:`UsageErrors`."""
+
+    def __init__(self, *args, usage_errors: UsageErrors | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.usage_errors = usage_errors if usage_errors is not None else UsageErrors()
+
+    def error(self, message):
+        if self.usage_errors.json:
+            print(json.dumps({"error": message, "kind": "UsageError", "exit": EXIT_BAD_INPUT}))
+        self.exit(EXIT_BAD_INPUT, f"softhard: error: {message} (see 'softhard {self.prog.split()[-1]} --help')\n"
+                  if " " in self.prog else f"softhard: error: {message}\n")
+
+
+def value_options(parsers) -> set[str]:
+    """The long options of ``parsers`` that take a value (for :func:`attach_negative_values`)."""
+    out: set[str] = set()
+    for p in parsers:
+        for act in p._actions:
+            if act.option_strings and act.nargs != 0:
+                out.update(o for o in act.option_strings if o.startswith("--"))
+    return out
+
+
+def attach_negative_values(takes_value: set[str], argv: list[str]) -> list[str]:
+    """``--eta -1/4`` → ``--eta=-1/4``: argparse takes a value starting with '-' for an option
+    unless it looks like a plain negative number, so ``-1/4`` or ``-1e-3`` would be refused
+    with a confusing "expected one argument"; attached, the option's own check names the value."""
+    out: list[str] = []
+    for a in argv:
+        if out and out[-1] in takes_value and len(a) > 1 and a[0] == "-" and (a[1].isdigit() or a[1] == "."):
+            out[-1] = f"{out[-1]}={a}"
+        else:
+            out.append(a)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# argument types
+
+
+def int_option(name: str, minimum: int, why: str = ""):
+    """argparse type: an integer ``>= minimum`` (a one-line usage error otherwise)."""
+    def conv(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}{why}, got {v}")
+        return v
+    return conv
+
+
+def positive_int(name: str):
+    """argparse type: a length ``>= 1``."""
+    return int_option(name, 1, " (n < 1 is not a length)")
+
+
+def nonneg_int(name: str):
+    """argparse type: an integer ``>= 0``."""
+    return int_option(name, 0)
+
+
+def seconds_option(s: str) -> float:
+    """argparse type of ``--timeout``: seconds, finite, in (0, MAX_TIMEOUT_S]."""
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--timeout must be a number of seconds, got {s!r}") from None
+    if not (0 < v <= MAX_TIMEOUT_S):  # also rejects nan
+        raise argparse.ArgumentTypeError(f"--timeout must be > 0 and <= {MAX_TIMEOUT_S:g} seconds, got {s}")
+    return v
+
+
+def tau_option(s: str) -> Fraction:
+    """argparse type of ``--tau``: an exact temperature in [1e-300, 1e300] (numeric runs use 1/tau
+    as a float64)."""
+    try:
+        v = to_fraction(s, "tau")
+    except ParameterError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"tau must be > 0, got {s}")
+    if not (Fraction(1, 10**300) <= v <= 10**300):  # numeric runs need 1/tau as a float64
+        raise argparse.ArgumentTypeError(f"tau must be between 1e-300 and 1e300 (numeric runs use 1/tau as a "
+                                         f"float64), got {s}")
+    return v
+
+
+# ---------------------------------------------------------------------------------------------
+# option sets shared by several commands
+
+FORMULA_HELP = "an inline formula (e.g. 'a S b') or a .ltl file declaring alphabet and formula"
+
+
+def add_formula_options(p: argparse.ArgumentParser, *, formula_nargs: str | None = None,
+                        formula_help: str = FORMULA_HELP) -> None:
+    """The formula argument and the construction's options (regime, alphabet, eta, beta,
+    comparator, eps-ln), and ``--json``.  ``formula_nargs="?"``: the formula may be omitted (a
+    command with another source, or a default example)."""
+    if formula_nargs is None:
+        p.add_argument("formula", metavar="FORMULA_OR_FILE", help=formula_help)
+    else:
+        p.add_argument("formula", metavar="FORMULA_OR_FILE", nargs=formula_nargs, default=None, help=formula_help)
+    p.add_argument("--regime", choices=list(REGIMES), default="T",
+                   help="T: bounded PE j/n, temperature tau(n) shrinking with n; U: unbounded PE j, one fixed "
+                        "tau (THEORY §1, §4); P: U plus j^2 and (-1)^j, needed by even()/odd() (THEORY §5). "
+                        "Default T")
+    p.add_argument("--alphabet", default=None,
+                   help="alphabet of an inline formula: a string of one-character symbols (default: the "
+                        "symbols the formula mentions); given with a .ltl file, it replaces the file's alphabet")
+    p.add_argument("--eta", default="1/4", help="clean-up margin eta in (0, 1/2), exact (e.g. 1/4); default 1/4")
+    p.add_argument("--beta", default="1/4", help="regime T tie-break weight, 0 < beta <= 1/4; default 1/4")
+    p.add_argument("--comparator", choices=["ln", "head", "pe"], default=None,
+                   help="how count comparisons are built (THEORY §5): ln = layer norm of [F, -F] (exact at "
+                        "eps_ln = 0), head = temperature-scaled comparator head (1/tau = Theta(n)), pe = "
+                        "unbounded-PE comparator head (regimes U, P: one tau for all n). Default: pe in regimes "
+                        "U and P, head in regime T")
+    p.add_argument("--eps-ln", default=None,
+                   help="layer-norm epsilon >= 0 of the ln comparator, exact (e.g. 1e-12). Default 0 (exact); "
+                        "certify --find-tau searches the largest certifiable value when this is not given")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of tables")
+
+
+def add_gap_options(p: argparse.ArgumentParser) -> None:
+    """The gap analysis's options (``gap``, ``certify --model``)."""
+    p.add_argument("--exhaustive-limit", type=nonneg_int("--exhaustive-limit"), default=DEFAULT_EXHAUSTIVE_LIMIT,
+                   help="enumerate every word when there are at most this many of length <= n-max "
+                        f"(default {DEFAULT_EXHAUSTIVE_LIMIT})")
+    p.add_argument("--method", choices=["auto", "exhaustive", "searched"], default="auto",
+                   help="gap analysis: auto (exhaustive if within the limit), exhaustive, searched")
+    p.add_argument("--search-words", type=nonneg_int("--search-words"), default=DEFAULT_SEARCH_WORDS,
+                   help=f"searched analysis: exact evaluations (default {DEFAULT_SEARCH_WORDS})")
+    p.add_argument("--search-max-len", type=nonneg_int("--search-max-len"), default=DEFAULT_SEARCH_MAX_LEN,
+                   help=f"searched analysis: longest word tried (default {DEFAULT_SEARCH_MAX_LEN})")
+    p.add_argument("--seed", type=nonneg_int("--seed"), default=0, help="searched analysis: random seed (>= 0)")
+    p.add_argument("--tie-break", choices=["auto", "off"], default="auto",
+                   help="add the beta*j/n tie-break to UHA heads with ties (THEORY §4); default auto")
+
+
+def add_timeout_option(p: argparse.ArgumentParser, help: str = "hard wall-clock limit per solver query, seconds"
+                       ) -> None:
+    """``--timeout`` (seconds per solver query, default 20)."""
+    p.add_argument("--timeout", type=seconds_option, default=20.0, help=help)
