@@ -117,3 +117,17 @@ def test_a_spent_budget_is_reported_never_taken_as_agreement(cert):
     assert not rep.ok
     assert rep.problems[0][1].endswith("try a larger --timeout or --budget)"), rep.problems[0]
     assert any(f.endswith(".status") for f, _ in rep.problems)
+
+
+def test_cli_budget_option(tmp_path, cert, capsys):
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(cert))
+    assert main(["verify", str(p), "--budget", "0"]) == 2
+    assert "--budget must be > 0" in capsys.readouterr().err
+    assert main(["verify", str(p), "--budget", "3600"]) == 0
+
+
+def test_cli_default_budget_is_the_library_default():
+    from softhard.solver.cli import verify as verify_parser
+    from softhard.solver.replay import DEFAULT_BUDGET_S
+    assert verify_parser.DEFAULT_BUDGET_S == DEFAULT_BUDGET_S

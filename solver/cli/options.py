@@ -108,6 +108,17 @@ def seconds_option(s: str) -> float:
     return v
 
 
+def budget_option(s: str) -> float:
+    """argparse type of ``verify --budget``: seconds, finite, in (0, MAX_TIMEOUT_S]."""
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--budget must be a number of seconds, got {s!r}") from None
+    if not (0 < v <= MAX_TIMEOUT_S):  # also rejects nan
+        raise argparse.ArgumentTypeError(f"--budget must be > 0 and <= {MAX_TIMEOUT_S:g} seconds, got {s}")
+    return v
+
+
 def tau_option(s: str) -> Fraction:
     """argparse type of ``--tau``: an exact temperature in [1e-300, 1e300] (numeric runs use 1/tau
     as a float64)."""

@@ -14,7 +14,7 @@ from ...kinds import verify_certificate
 def handle(args) -> int:
     """Verify the certificate file by replay; exit 0 only when it is valid."""
     cert = load_certificate(args.file)
-    rep = verify_certificate(cert, timeout_s=args.timeout)
+    rep = verify_certificate(cert, timeout_s=args.timeout, budget_s=args.budget)
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))
     elif rep.ok:
