@@ -5,7 +5,7 @@ All three input kinds produce a ``networkx.DiGraph`` in a :class:`~softhard.solv
 (:mod:`softhard.bounds.composed`) and of a compiled Tracr model (:mod:`softhard.bounds.tracr`) —
 and certificates store it (``graph``, ``networkx.node_link_data``).  Like Tracr's
 ``compiler/nodes.py``, this module is the one place that says what each attribute means; a graph
-uses no other names (``tests/test_nodes.py`` builds every example and checks).
+uses no other names (``tests/constructions/test_nodes.py`` builds every example and checks).
 
 Node ``kind`` is shared by all graphs: the transformer sublayer the node becomes.
 """

@@ -16,7 +16,7 @@ and, for the command line (``solver/cli/``):
 
 (e) the modules that build the parser (``solver/cli/*.py``, not ``solver/cli/handlers/``) reach
     no pipeline stage through our imports, so ``softhard --help`` stays fast (the third-party side
-    — no NumPy, SymPy, Z3 loaded — is tested by running it, in tests/test_cli.py);
+    — no NumPy, SymPy, Z3 loaded — is tested by running it, in tests/solver/test_cli.py);
 (f) every handler in the driver's ``COMMANDS`` table is one of our modules (the driver imports it
     by name, which this graph cannot see).
 """

@@ -16,7 +16,7 @@ from softhard.constructions.modelfile import load_model, parse_model
 from softhard.constructions.random_models import random_model_doc
 from softhard.solver.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "models" / "ab_subsequence.json"
 
 

@@ -14,7 +14,7 @@ from softhard.constructions.parse import load_spec
 from softhard.solver.pipeline import build
 from softhard.solver.tracr_analysis import analyse, model_info
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.ltl")), ids=lambda p: p.stem)

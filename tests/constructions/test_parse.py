@@ -18,7 +18,7 @@ from softhard.constructions.parse import (
 )
 
 a, b, c = Atom("a"), Atom("b"), Atom("c")
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def U_(op: str, f: Formula) -> Unary:

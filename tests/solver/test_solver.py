@@ -149,7 +149,7 @@ def test_ctrl_c_during_a_query_kills_the_solver_quietly():
     import sys
     import time
     from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     p = subprocess.Popen([sys.executable, "-c", _INTERRUPT_SCRIPT], cwd=root, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:

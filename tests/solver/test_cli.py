@@ -13,7 +13,7 @@ import pytest
 
 from softhard.solver.cli import main
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 T4 = str(EXAMPLES / "tomita4.ltl")
 
 

@@ -22,7 +22,7 @@ from softhard.constructions.semantics import truth
 from softhard.solver.cli import main
 from softhard.solver.pipeline import build
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "models" / "ab_subsequence.json"
 
 

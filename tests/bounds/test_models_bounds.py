@@ -27,7 +27,7 @@ from softhard.solver.hahn import constructions_keep_working, demonstrate, hahn_a
 from softhard.solver.models import build_model_construction, certify_model
 from softhard.solver.pipeline import build
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "models" / "ab_subsequence.json"
 
 

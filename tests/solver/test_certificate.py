@@ -22,7 +22,7 @@ from softhard.solver.replay import schema
 from softhard.solver.cli import main
 from softhard.solver.pipeline import build
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FAST = {"exhaustive_len": 6, "random_count": 64, "random_n_max": 64, "adversarial_ns": (10, 100, 10000)}
 
 

@@ -19,7 +19,7 @@ from softhard.solver.pipeline import build
 from softhard.solver.replay import measured_fields
 from tamper import edits, undetected
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FAST = {"exhaustive_len": 6, "random_count": 64, "random_n_max": 64, "adversarial_ns": (10, 100)}
 #: the replay's inputs: an edit here shows up in the fields derived from it, not at its own path
 INPUTS = ("source", "construction.regime", "construction.params", "range", "search.per_bound[*].node",

@@ -58,7 +58,7 @@ def test_a_key_that_never_holds_and_the_word_cap():
 
 
 def test_compiler_records_the_spacing():
-    aba = Path(__file__).resolve().parents[1] / "examples" / "aba.ltl"
+    aba = Path(__file__).resolve().parents[2] / "examples" / "aba.ltl"
     g = compile_formula(load_spec(str(aba)).formula, ("a", "b"))
     sel = {v: a for v, a in g.nodes(data=True) if a["op"] == "select"}
     assert {a["operator"]: a["key_spacing"] for a in sel.values()} == {"Y": 1, "P": 2}

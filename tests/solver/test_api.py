@@ -9,7 +9,7 @@ from pathlib import Path
 
 import softhard
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_all_lists_every_stage():

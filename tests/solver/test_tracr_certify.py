@@ -29,7 +29,7 @@ from softhard.solver.cli import main
 from softhard.solver.kinds import verify_certificate
 from softhard.solver.tracr import certify_tracr
 
-DIR = Path(__file__).resolve().parents[1] / "examples" / "tracr"
+DIR = Path(__file__).resolve().parents[2] / "examples" / "tracr"
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from softhard.solver.kinds import KINDS, verify_certificate
 from softhard.solver.models import build_model_construction, certify_model
 from softhard.solver.replay import clear_replay_cache, measured_fields
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "models" / "ab_subsequence.json"
 
 

@@ -30,7 +30,7 @@ from softhard.solver.tracr import analyse as full_analysis
 from softhard.solver.tracr import certify_tracr, model_info
 
 #: copies of ../shared/tracr-models (examples/tracr/README.md)
-DIR = Path(__file__).resolve().parents[1] / "examples" / "tracr"
+DIR = Path(__file__).resolve().parents[2] / "examples" / "tracr"
 MODELS = ["frac_prevs", "hist"]
 
 
