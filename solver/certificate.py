@@ -290,6 +290,17 @@ def found_params(c: Construction, found: list[dict], n_lo: int, n_max: int, all_
     return inv_tau, {k: 1 / v for k, v in best.items()}
 
 
+def searched_params(c: Construction, found: list[dict], n_lo: int, n_max: int, all_n: bool,
+                    tune: tuple[str, ...]) -> tuple[Fraction, dict[str, Fraction]]:
+    """:func:`found_params` of a search that certify just ran; raises :class:`SearchFailed`
+    (exit 1, naming each bound and why) when some bound has no certified value."""
+    bad = [r for r in found if r["inv_tau_certified"] is None]
+    if bad:
+        raise SearchFailed("--find-tau: no certifiable temperature found: "
+                           + "; ".join(f"{r['node']}: {r['message']}" for r in bad))
+    return found_params(c, found, n_lo, n_max, all_n, tune)
+
+
 def search_section(c: Construction, found: list[dict], n_lo: int, n_max: int, all_n: bool, tune: tuple[str, ...],
                    timeout_s: float, proofs: ProofCache) -> dict:
     """The ``search`` section, derived from the certified values in ``found`` (each re-proved with
@@ -413,11 +424,7 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
     if find_tau:
         say("searching for the largest certifiable tau")
         found = search_values(c, n_lo, n_max, all_n, timeout_s, tune, proofs)
-        bad = [r for r in found if r["inv_tau_certified"] is None]
-        if bad:
-            raise SearchFailed("--find-tau: no certifiable temperature found: "
-                               + "; ".join(f"{r['node']}: {r['message']}" for r in bad))
-        inv_tau, params = found_params(c, found, n_lo, n_max, all_n, tune)
+        inv_tau, params = searched_params(c, found, n_lo, n_max, all_n, tune)
         if params:  # e.g. ε_LN: rebuild the construction with the value found
             c = rebuild(c.source, c.params.with_(**params))
     else:

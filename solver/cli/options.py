@@ -97,26 +97,23 @@ def nonneg_int(name: str):
     return int_option(name, 0)
 
 
-def seconds_option(s: str) -> float:
-    """argparse type of ``--timeout``: seconds, finite, in (0, MAX_TIMEOUT_S]."""
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--timeout must be a number of seconds, got {s!r}") from None
-    if not (0 < v <= MAX_TIMEOUT_S):  # also rejects nan
-        raise argparse.ArgumentTypeError(f"--timeout must be > 0 and <= {MAX_TIMEOUT_S:g} seconds, got {s}")
-    return v
+def seconds_type(option: str):
+    """argparse type of a seconds option (``--timeout``, ``--budget``): finite, in (0, MAX_TIMEOUT_S]."""
+    def parse(s: str) -> float:
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} must be a number of seconds, got {s!r}") from None
+        if not (0 < v <= MAX_TIMEOUT_S):  # also rejects nan
+            raise argparse.ArgumentTypeError(f"{option} must be > 0 and <= {MAX_TIMEOUT_S:g} seconds, got {s}")
+        return v
+    return parse
 
 
-def budget_option(s: str) -> float:
-    """argparse type of ``verify --budget``: seconds, finite, in (0, MAX_TIMEOUT_S]."""
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--budget must be a number of seconds, got {s!r}") from None
-    if not (0 < v <= MAX_TIMEOUT_S):  # also rejects nan
-        raise argparse.ArgumentTypeError(f"--budget must be > 0 and <= {MAX_TIMEOUT_S:g} seconds, got {s}")
-    return v
+#: argparse type of ``--timeout``
+seconds_option = seconds_type("--timeout")
+#: argparse type of ``verify --budget``
+budget_option = seconds_type("--budget")
 
 
 def tau_option(s: str) -> Fraction:
