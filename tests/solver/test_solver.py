@@ -127,7 +127,7 @@ def test_hard_kill_of_a_runaway_solver():
 
 _INTERRUPT_SCRIPT = """
 import sys
-from tests.test_solver import _am_gm_query
+from tests.solver.test_solver import _am_gm_query
 from softhard.solver.check import run_z3
 q = _am_gm_query()
 print("ready", flush=True)
