@@ -19,6 +19,7 @@ construction is not claimed exact there), not a refutation.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Mapping, Sequence
@@ -97,8 +98,10 @@ class Confirmation:
     def summary(self, word_chars: int | None = None) -> dict[str, dict]:
         """Per node: inputs tried, the worst check (largest observed/bound among the checks whose
         premise holds; among all checks if none does), its bound and ratio, the rounding
-        allowance, violations, premise failures, tightness per family and the largest leak.
-        ``word_chars``: truncate the attaining word to this many characters."""
+        allowance (``None`` when it is infinite: no float64 rounding guarantee at that 1/τ, so the
+        run can refute nothing; JSON has no infinity), violations, premise failures, tightness per
+        family and the largest leak.  ``word_chars``: truncate the attaining word to this many
+        characters."""
         out = {}
         for node in dict.fromkeys(c.node for c in self.checks):
             cs = [c for c in self.checks if c.node == node]
@@ -109,7 +112,7 @@ class Confirmation:
                 "inputs": sum(c.inputs for c in cs),
                 "worst_observed": w.observed, "bound_there": w.bound, "ratio": w.ratio,
                 "at_n": w.n, "family": w.family, "word": word, "row": w.row,
-                "allowance_rel": w.allowance_rel, "premise": w.premise,
+                "allowance_rel": w.allowance_rel if math.isfinite(w.allowance_rel) else None, "premise": w.premise,
                 "violations": sum(not c.ok for c in cs),
                 "premise_failures": sum(c.premise is not None for c in cs),
                 "max_ratio_by_family": {f: max(c.ratio for c in guarded if c.family == f)

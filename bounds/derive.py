@@ -6,7 +6,8 @@ conjunction "every node's leak ≤ η": then every clean-up ``round_η`` is exac
 transformer's output equals the hard one (THEORY §3).
 
 Numbers: the symbolic expressions are exact; :func:`evaluate` uses mpmath at 50 significant
-digits (``mp.dps``) and is for reporting and numeric comparison only, never for proofs.
+digits plus what the magnitudes of the parameters can cancel, and is for reporting and numeric
+comparison only, never for proofs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import mpmath
 import networkx as nx
 import sympy as sp
 
+from ..constructions.errors import RepresentationError
 from . import counting  # noqa: F401  (registers the counting bound rules)
 from . import selection as S
 from .core import Bound, beta, eta, n, tau
@@ -129,14 +131,35 @@ def _lambdified(expr: sp.Expr):
     return sp.lambdify([n, tau, beta, eta], expr, modules="mpmath")
 
 
+@lru_cache(maxsize=256)
+def _constant_bits(expr: sp.Expr) -> int:
+    """Largest binary magnitude ``|log2 c|`` of a rational constant of ``expr`` (e.g. a fixed ε_LN)."""
+    return max((abs(int(r.p).bit_length() - int(r.q).bit_length()) for r in expr.atoms(sp.Rational)), default=0)
+
+
+def _bits(x) -> int:
+    """``|log2 x|`` to within one (0 for 0)."""
+    if isinstance(x, (int, Fraction)) and not isinstance(x, bool):
+        f = Fraction(x)
+        return 0 if f == 0 else abs(abs(f.numerator).bit_length() - f.denominator.bit_length())
+    m = mpmath.mag(_mpf(x))
+    return 0 if not mpmath.isfinite(m) else abs(int(m))
+
+
 def evaluate(expr: sp.Expr, *, n_value, tau_value=None, inv_tau=None, beta_value=Fraction(1, 4),
              eta_value=Fraction(1, 4)) -> mpmath.mpf:
-    """High-precision value of ``expr`` (mpmath, :data:`DPS` digits) at the given parameters.
+    """High-precision value of ``expr`` (mpmath) at the given parameters, to about :data:`DPS` digits.
 
-    Give ``tau_value`` or ``inv_tau`` (numbers or Fractions).  For reporting and numeric
-    comparison only; proofs go through :mod:`softhard.solver`.
+    Give ``tau_value`` or ``inv_tau`` (numbers or Fractions).  The working precision is
+    :data:`DPS` digits plus the binary magnitudes of n, τ, β, η and of the constants of ``expr``:
+    the bounds cancel terms such as ``1 − exp(−1/(4nτ))`` or ``(n − 1)/n``, which at n = 10^60
+    (or β = 10^-300, 1/τ = 10^-300) lose that many digits (at 50 digits they became 0, then
+    a ZeroDivisionError).  For reporting and numeric comparison only; proofs go through
+    :mod:`softhard.solver`.
     """
-    with mpmath.workdps(DPS):
+    t_in = inv_tau if inv_tau is not None else tau_value
+    extra = _bits(n_value) + _bits(t_in) + _bits(beta_value) + _bits(eta_value) + _constant_bits(expr)
+    with mpmath.workprec(mpmath.libmp.dps_to_prec(DPS) + extra):
         if inv_tau is not None:
             t = 1 / _mpf(inv_tau)
         else:
@@ -152,12 +175,18 @@ def _mpf(x) -> mpmath.mpf:
     return mpmath.mpf(x)
 
 
+#: largest 1/τ :func:`required_inv_tau` returns: numeric runs hold 1/τ as a float64 (the command
+#: line's --tau range is [1e-300, 1e300] for the same reason)
+MAX_INV_TAU = 10**300
+
+
 def required_inv_tau(expr: sp.Expr, *, n_value, eta_value=Fraction(1, 4), beta_value=Fraction(1, 4),
                      rel_tol=1e-12) -> mpmath.mpf:
     """Smallest ``1/τ`` with ``expr(n, τ) ≤ η`` (``expr`` decreasing in 1/τ), by bisection in mpmath.
 
     Numeric (not a proof): the certified value comes from :mod:`softhard.solver`.  Returns 0 when
-    the bound is ≤ η for every τ.
+    the bound is ≤ η for every τ.  Raises :class:`RepresentationError` when it exceeds
+    :data:`MAX_INV_TAU` (e.g. n = 10^300 in regime T, or β = 10^-300).
     """
     target = _mpf(eta_value)
 
@@ -168,8 +197,10 @@ def required_inv_tau(expr: sp.Expr, *, n_value, eta_value=Fraction(1, 4), beta_v
         lo, hi = mpmath.mpf(0), mpmath.mpf(1)
         while f(hi) > target:
             lo, hi = hi, hi * 2
-            if hi > mpmath.mpf(10) ** 30:
-                raise ValueError("required inverse temperature exceeds 1e30")
+            if hi > MAX_INV_TAU:
+                raise RepresentationError(f"at n = {n_value:.6g} the bound needs 1/tau > 1e300, beyond what numeric runs "
+                                          f"can represent (1/tau is a float64 there); a smaller n, a larger gap, "
+                                          f"beta or eta needs less")
         if lo == 0 and f(mpmath.mpf(10) ** -30) <= target:
             return mpmath.mpf(0)
         while hi - lo > rel_tol * hi:

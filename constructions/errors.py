@@ -34,6 +34,11 @@ class ParameterError(SofthardError):
     """A numeric parameter is out of range or not a number (tau <= 0, NaN, eta not in (0, 1/2), n < 1)."""
 
 
+class RepresentationError(ParameterError):
+    """The parameters call for a number beyond what a numeric format represents (e.g. a required
+    1/tau beyond float64, in which numeric runs hold it).  The message names the value and the limit."""
+
+
 class ModelFormatError(SofthardError):
     """A model file (JSON/NPZ) is malformed: missing array, wrong shape, NaN weight, unknown field."""
 

@@ -276,7 +276,8 @@ class ExactEngine:
             L = 1
             for a in np.unique(ties):
                 L = L * int(a) // math.gcd(L, int(a))
-            mult = (L // ties).astype(np.int64)
+            # L = lcm of the tie counts exceeds int64 from 43 positions on (lcm(1..43) > 2^63)
+            mult = (L // ties).astype(np.int64) if L < LIM else L // ties.astype(object)
             out = RArr(scale_num_rows(summ.num, mult), V.den * L)
         else:
             if h.rule == "UHA-leftmost":

@@ -82,6 +82,13 @@ from .transformer import MASKS, RULES
 
 FORMAT = "softhard-model"
 VERSION = 1
+#: largest d_model and number of entries of a declared (sparse) array: an exact object array holds a
+#: pointer per entry (2^24 entries: 128 MiB); dense lists and npz arrays are bounded by their file
+MAX_ENTRIES = 1 << 24
+#: largest decimal exponent of a number written as a string ("1e-300"): 10^10000 is a 33000-bit integer,
+#: 10^(10^9) would take minutes and gigabytes to build exactly
+MAX_EXPONENT = 10_000
+_EXPONENT = re.compile(r"[eE]\s*([+-]?\d+)\s*$")
 OUTPUT_TYPES = ("boolean", "categorical", "numerical")
 OUTPUT_AT = ("all", "first", "last")
 
@@ -105,6 +112,19 @@ class _Ctx:
 
 
 def _exact(x, ctx: _Ctx, where: str) -> Fraction:
+    """The exact value of a number field; its nearest double (what the float runtime uses) must be
+    finite, so ``10**400`` or ``"1e400"`` is an error here, not an OverflowError in a run."""
+    f = _exact_value(x, ctx, where)
+    try:
+        float(f)
+    except OverflowError:
+        shown = x if not isinstance(x, int) or abs(x) < 10**30 else f"about 10^{len(str(abs(x))) - 1}"
+        raise ctx.err(where, f"{shown} is beyond the float64 range (magnitude below about 1.8e308): the float "
+                             f"runtime holds every weight as its nearest double") from None
+    return f
+
+
+def _exact_value(x, ctx: _Ctx, where: str) -> Fraction:
     if isinstance(x, bool) or x is None:
         raise ctx.err(where, f"expected a number, got {json.dumps(x)}")
     if isinstance(x, int):
@@ -117,6 +137,9 @@ def _exact(x, ctx: _Ctx, where: str) -> Fraction:
         s = x.strip()
         if s.lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity"):
             raise ctx.err(where, f"contains a non-finite number ({s}): NaN and infinities are not allowed")
+        m = _EXPONENT.search(s)
+        if m and abs(int(m.group(1))) > MAX_EXPONENT:
+            raise ctx.err(where, f"{x!r}: decimal exponent beyond +-{MAX_EXPONENT}")
         try:
             return Fraction(s)
         except (ValueError, ZeroDivisionError):
@@ -134,16 +157,37 @@ def _index(x, axis: str, size: int, ctx: _Ctx, where: str) -> int:
         return x
     if isinstance(x, str):
         if axis == "residual":
-            if x in ctx.labels:
-                return ctx.labels.index(x)
-            raise ctx.err(where, f"{x!r} is not a residual label (labels: {', '.join(ctx.labels)})")
-        if axis == "token":
-            if x == "BOS":
-                return 0
-            if x in ctx.alphabet:
-                return ctx.alphabet.index(x) + 1
-            raise ctx.err(where, f"{x!r} is neither BOS nor a symbol of the alphabet")
+            if x not in ctx.labels:
+                raise ctx.err(where, f"{x!r} is not a residual label (labels: {', '.join(ctx.labels)})")
+            k, what = ctx.labels.index(x), "coordinate"
+        elif axis == "token":
+            if x != "BOS" and x not in ctx.alphabet:
+                raise ctx.err(where, f"{x!r} is neither BOS nor a symbol of the alphabet")
+            k, what = (0 if x == "BOS" else ctx.alphabet.index(x) + 1), "row"
+        else:
+            raise ctx.err(where, f"index {x!r} must be an integer")
+        if not k < size:
+            raise ctx.err(where, f"{x!r} is {what} {k}, outside the declared size {size}")
+        return k
     raise ctx.err(where, f"index {x!r} must be an integer" + (" or a label" if axis != "plain" else ""))
+
+
+def _check_shape(got_shape: tuple, shape: tuple, axes: tuple, ctx: _Ctx, where: str) -> None:
+    """An array's shape against the expected one (``None``: free)."""
+    for k, (got, want) in enumerate(zip(got_shape, shape)):
+        if want is not None and got != want:
+            dim = ("rows", "columns")[k] if len(got_shape) == 2 else "entries"
+            hint = " (d_model)" if axes[k] == "residual" else ""
+            raise ctx.err(where, f"expected {want} {dim}{hint}, got {got} (shape {tuple(got_shape)})")
+
+
+def _check_declared(declared: list[int], shape: tuple, axes: tuple, ctx: _Ctx, where: str, field: str) -> None:
+    """A sparse array's declared shape, before anything is allocated: as expected, and at most
+    :data:`MAX_ENTRIES` entries."""
+    _check_shape(tuple(declared), shape, axes, ctx, where)
+    if math.prod(declared) > MAX_ENTRIES:
+        raise ctx.err(where + field, f"declares {' x '.join(map(str, declared))} entries, more than this reader's "
+                                     f"limit of {MAX_ENTRIES} (2^24) per array")
 
 
 def _array(obj, ctx: _Ctx, where: str, ndim: int, shape: tuple, axes: tuple = ("plain", "plain")) -> np.ndarray:
@@ -179,6 +223,7 @@ def _array(obj, ctx: _Ctx, where: str, ndim: int, shape: tuple, axes: tuple = ("
             if (not isinstance(shp, list) or len(shp) != 2
                     or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shp)):
                 raise ctx.err(where + ".shape", f"expected [rows, cols] (non-negative integers), got {json.dumps(shp)}")
+            _check_declared(shp, shape, axes, ctx, where, ".shape")
             out = zeros(tuple(shp))
             ents = obj.get("entries", [])
             if not isinstance(ents, list):
@@ -197,6 +242,7 @@ def _array(obj, ctx: _Ctx, where: str, ndim: int, shape: tuple, axes: tuple = ("
             sz = obj["size"]
             if not isinstance(sz, int) or isinstance(sz, bool) or sz < 0:
                 raise ctx.err(where + ".size", f"expected a non-negative integer, got {json.dumps(sz)}")
+            _check_declared([sz], shape, axes, ctx, where, ".size")
             out = zeros(sz)
             ents = obj.get("entries", [])
             if not isinstance(ents, list):
@@ -229,11 +275,7 @@ def _array(obj, ctx: _Ctx, where: str, ndim: int, shape: tuple, axes: tuple = ("
     else:
         raise ctx.err(where, f"expected a {what} (nested list, \"npz:NAME\" or sparse object), got "
                              f"{type(obj).__name__}")
-    for k, (got, want) in enumerate(zip(out.shape, shape)):
-        if want is not None and got != want:
-            dim = ("rows", "columns")[k] if ndim == 2 else "entries"
-            hint = " (d_model)" if axes[k] == "residual" else ""
-            raise ctx.err(where, f"expected {want} {dim}{hint}, got {got} (shape {tuple(out.shape)})")
+    _check_shape(out.shape, shape, axes, ctx, where)
     return out
 
 
@@ -283,6 +325,8 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
     d = doc["d_model"]
     if not isinstance(d, int) or isinstance(d, bool) or d < 1:
         raise ctx.err("d_model", f"expected a positive integer, got {json.dumps(d)}")
+    if d > MAX_ENTRIES:
+        raise ctx.err("d_model", f"{d} is more than this reader's limit of {MAX_ENTRIES} (2^24) coordinates")
     labels = doc.get("residual")
     if labels is None:
         labels = [f"x{k}" for k in range(d)]

@@ -18,7 +18,7 @@ Public API::
 
     evaluate(formula, word) -> dict[Formula, np.ndarray]     # every subformula
     truth(formula, word) -> np.ndarray                       # the formula itself
-    linear_values(linear, values) -> np.ndarray               # Σ c·C_φ + const, int64
+    linear_values(linear, values) -> np.ndarray               # Σ c·C_φ + const, exact integers
     accepts(spec_or_formula, word, at=None) -> bool
 """
 
@@ -137,7 +137,8 @@ def _binary(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def linear_values(linear: Linear, values: Mapping[Formula, np.ndarray],
                   shape: tuple[int, ...] | None = None) -> np.ndarray:
-    """``Σ coeff·C_φ(i) + const`` (THEORY §5) as an int64 array of shape ``(n,)`` or ``(B, n)``.
+    """``Σ coeff·C_φ(i) + const`` (THEORY §5) as an exact integer array of shape ``(n,)`` or ``(B, n)``:
+    int64 when no value can reach 2^63, else Python integers (an object array).
 
     ``values`` maps each term formula ``φ`` to its truth array (as returned by :func:`evaluate`);
     ``C_φ(i)`` counts the positions ``j ≤ i`` where ``φ`` holds.  ``shape`` is needed only when
@@ -148,9 +149,18 @@ def linear_values(linear: Linear, values: Mapping[Formula, np.ndarray],
         if not linear.terms:
             raise ParameterError("linear_values: a constant needs an explicit shape")
         shape = values[linear.terms[0][0]].shape
-    total = np.full(shape, linear.const, dtype=np.int64)
-    for f, c in linear.terms:
-        total += c * np.cumsum(values[f], axis=-1, dtype=np.int64)
+    return _exact_sum([(values[f], c) for f, c in linear.terms], linear.const, shape)
+
+
+def _exact_sum(terms: list[tuple[np.ndarray, int]], const: int, shape: tuple[int, ...]) -> np.ndarray:
+    """``Σ c·cumsum(truth) + const`` in exact integers: int64 while ``|const| + Σ|c|·n < 2^63``
+    proves that no partial sum overflows, else Python integers (an object array)."""
+    n = shape[-1] if shape else 0
+    fits = abs(const) + sum(abs(c) for _, c in terms) * n < 2**63
+    total = np.full(shape, const, dtype=np.int64 if fits else object)
+    for truth_, c in terms:
+        counts = np.cumsum(truth_, axis=-1, dtype=np.int64)
+        total += c * (counts if fits else counts.astype(object))
     return total
 
 
@@ -185,10 +195,7 @@ _acceptance_position = lru_cache(maxsize=256)(acceptance_position)
 
 def _linear(terms: tuple[tuple[int, int], ...], const: int, vals: list[np.ndarray],
             shape: tuple[int, ...]) -> np.ndarray:
-    total = np.full(shape, const, dtype=np.int64)
-    for k, c in terms:
-        total += c * np.cumsum(vals[k], axis=-1, dtype=np.int64)
-    return total
+    return _exact_sum([(vals[k], c) for k, c in terms], const, shape)
 
 
 def _run(formula: Formula, word: Word) -> tuple[tuple[_Step, ...], list[np.ndarray]]:

@@ -152,7 +152,8 @@ def leak_rounding_allowance(score_scale: float, key_dim: int, inv_tau: float, N:
     eps_s = gamma * score_scale
     X = min(2 * score_scale * inv_tau, -EXP_FLUSH + 1 + 2 * eps_s * inv_tau)
     dx = 2 * eps_s * inv_tau + 4.02 * U64 * X + (10 * N + 64) * U64
-    rel = float(np.expm1(dx))
+    with np.errstate(over="ignore"):  # inf: no rounding guarantee at all (e.g. 1/τ ~ 1e19)
+        rel = float(np.expm1(dx))
     if observed is None or observed == 0:
         return rel
     abs_err = (10 * N + 64) * (N + 1) * 2.0 ** -1016

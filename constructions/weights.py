@@ -30,6 +30,7 @@ Boolean gates are exact one-hidden-layer ReLU MLPs on {0,1} (THEORY §3).
 
 from __future__ import annotations
 
+from fractions import Fraction
 
 import networkx as nx
 import numpy as np
@@ -39,6 +40,33 @@ from .compile import cleaned_nodes, select_nodes
 from .errors import ParameterError
 from .parameters import DEFAULT_BETA, DEFAULT_ETA, check_beta, check_eps_ln, check_eta, check_regime
 from .transformer import MLP, Block, Head, Transformer
+
+#: the numeric transformer's clean-up needs ``1/2 − η ≥ 2^-53``, the spacing of doubles just above 1/2:
+#: closer to 1/2 its two thresholds ``η`` and ``1 − η`` may round to one double (ramp of width 0)
+ETA_FLOAT_MARGIN = Fraction(1, 2 ** 53)
+
+
+def check_float_eta(eta: Fraction) -> Fraction:
+    """Return ``eta`` if the float64 clean-up ramp can represent ``round_η`` (``1/2 − η ≥ 2^-53``);
+    raise :class:`ParameterError` otherwise.  The bounds themselves are exact in any η ∈ (0, 1/2)."""
+    if Fraction(1, 2) - eta < ETA_FLOAT_MARGIN:
+        raise ParameterError(f"eta {eta}: 1/2 - eta = {float(Fraction(1, 2) - eta):.3g} is below 2^-53, the spacing "
+                             f"of float64 numbers at 1/2, so the numeric transformer's clean-up round_eta cannot be "
+                             f"represented; use eta <= 1/2 - 2^-53")
+    return eta
+
+
+def cleanup_ramp(b: float, eta: Fraction) -> tuple[float, float, float]:
+    """The clean-up ``round_η(y) = (ReLU(y + lo) − ReLU(y + hi))·c`` for ``y = a·raw`` (THEORY §3) in float64.
+
+    ``lo``, ``hi``: the doubles nearest ``b − η`` and ``b − (1 − η)`` (computed exactly, rounded
+    once); ``c``: the double nearest ``1/(lo − hi)``, the slope of *these* thresholds, so the
+    ramp rises from 0 to 1 between them.  Needs :func:`check_float_eta` to have passed.
+    """
+    fb = Fraction(b)
+    lo, hi = float(fb - eta), float(fb - (1 - eta))
+    return lo, hi, float(1 / (Fraction(lo) - Fraction(hi)))
+
 
 def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAULT_ETA,
                       eps_ln=0) -> Transformer:
@@ -55,7 +83,7 @@ def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, et
     """
     check_regime(regime)
     beta = check_beta(beta)
-    eta = check_eta(eta)
+    eta = check_float_eta(check_eta(eta))
     eps_ln = check_eps_ln(eps_ln)
     counting.check_graph(g, regime)
     nodes = list(nx.topological_sort(g))
@@ -131,7 +159,6 @@ def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, et
         blocks[layer].heads.append(head)
 
     # MLPs: per block, per step: layer norms, then one MLP with the clean-ups and gates of the step
-    e_f = float(eta)
     one = ix["one"]
     cleanups = [counting.cleanup_spec(g, v) for v in cleaned]
     for layer in range(L + 1):
@@ -149,9 +176,9 @@ def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, et
                 if g.nodes[v]["layer"] != layer or cu.step != st:
                     continue
                 r, o = ix[f"raw:{v}"], ix[v]
-                c = 1.0 / (1.0 - 2.0 * e_f)
-                units.append(({r: cu.a, one: cu.b - e_f}, o, c))
-                units.append(({r: cu.a, one: cu.b - (1.0 - e_f)}, o, -c))
+                lo, hi, c = cleanup_ramp(cu.b, eta)
+                units.append(({r: cu.a, one: lo}, o, c))
+                units.append(({r: cu.a, one: hi}, o, -c))
                 names.append(v)
             for v in nodes:
                 a = g.nodes[v]

@@ -125,13 +125,8 @@ def precision_section(c: Construction, n_max: int, inv_tau: Fraction, all_n: boo
     beta = c.beta
     fmts = {}
     for name, m in FORMATS.items():
-        if c.regime == "T":
-            safe = -(-(8 * beta.numerator * 2**m) // (9 * beta.denominator))  # ceil(8/9·β·2^m)
-            rule = "n < ceil(8/9 * beta * 2^m)"
-            limit = safe - 1
-        else:
-            limit = 2**m
-            rule = "n <= 2^m (integer scores up to 2n exact)"
+        limit = separable_up_to(c.regime, beta, m)
+        rule = "n < ceil(8/9 * beta * 2^m)" if c.regime == "T" else "n <= 2^m (integer scores up to 2n exact)"
         fmts[name] = {"fraction_bits": m, "adjacent_positions_separable_up_to_n": limit, "rule": rule,
                       "covers_n_max": (not all_n) and n_max <= limit}
     n_chk = n_max
@@ -140,22 +135,41 @@ def precision_section(c: Construction, n_max: int, inv_tau: Fraction, all_n: boo
         worst = max([worst] + [float(c.params.substitute(c.bounds[v].bound.all_n, inv_tau=inv_tau))
                                for v in c.bounds if c.bounds[v].bound.all_n is not None])
     scale = 1 + float(beta) + 0.5 if c.regime == "T" else 2.0 * (n_chk + 1)  # Σ|q_c k_c| ≤ i + j
-    allow = leak_rounding_allowance(scale, 2, float(inv_tau), n_chk + 1)
+    if n_chk <= fmts["float64"]["adjacent_positions_separable_up_to_n"]:
+        allow = leak_rounding_allowance(scale, 2, float(inv_tau), n_chk + 1)
+        f64 = {"n": n_chk, "worst_bound": worst, "rounding_allowance_rel": allow,
+               "worst_float64_leak": worst * (1 + allow), "within_eta": worst * (1 + allow) <= float(c.eta)}
+    else:  # no rounding allowance exists (it overflows from n ≈ 6e17): no float64 run represents the construction
+        f64 = {"n": n_chk, "worst_bound": worst, "rounding_allowance_rel": None, "worst_float64_leak": None,
+               "within_eta": False, "note": "float64 does not separate adjacent positions at n_max: no float64 "
+                                            "run represents the construction there"}
     return {
         "formats": fmts,
-        "float64_at_n_max": {"n": n_chk, "worst_bound": worst, "rounding_allowance_rel": allow,
-                             "worst_float64_leak": worst * (1 + allow),
-                             "within_eta": worst * (1 + allow) <= float(c.eta)},
+        "float64_at_n_max": f64,
         "source": "THEORY §7; notebook 06_finite_precision (collision interval [8/9, 1]·β·2^m)",
     }
 
 
+def separable_up_to(regime: str, beta: Fraction, m: int) -> int:
+    """Largest length at which a float format with ``m`` fraction bits still gives adjacent
+    positions distinct scores (see :func:`precision_section`)."""
+    if regime == "T":
+        return -(-(8 * beta.numerator * 2**m) // (9 * beta.denominator)) - 1  # n < ceil(8/9·β·2^m)
+    return 2**m
+
+
 def float64_margin(c: Construction, b, n_bind: int | None, lo: int) -> float:
     """Relative margin on 1/τ for the search: 10× the float64 rounding allowance of the leak at the
-    binding length (so a float64 run at the certified τ also stays within η), at least 1e-9."""
+    binding length (so a float64 run at the certified τ also stays within η), at least 1e-9.
+
+    Beyond the length where float64 separates adjacent positions (:func:`separable_up_to`) no
+    float64 run represents the construction, so no margin is owed there: 1e-9 (the allowance also
+    overflows to infinity from about n = 6·10^17 on)."""
     if c.kind != "formula" or c.regime not in ("T", "U") or b.kind != "selection" or str(b.parameter) != "tau":
         return 1e-9
     nb_ = n_bind if n_bind is not None else 10**6
+    if max(nb_, lo) > separable_up_to(c.regime, c.beta, FORMATS["float64"]):
+        return 1e-9
     x = float(required_inv_tau(b.leak if n_bind is not None or b.all_n is None else b.all_n,
                                n_value=max(nb_, lo), eta_value=c.tolerance, beta_value=c.beta))
     scale = 1 + float(c.beta) + 0.5 if c.regime == "T" else 2.0 * (nb_ + 1)  # Σ|q_c k_c| ≤ i + j
@@ -543,7 +557,8 @@ def _check_numeric(num: dict | None, c: Construction, rep: VerifyReport) -> None
             exp_ratio = 0.0 if s["worst_observed"] == 0 else None
         if exp_ratio is None or abs(exp_ratio - s["ratio"]) > 1e-9 * max(1.0, abs(exp_ratio)):
             rep.add(f"numeric.nodes.{v}.ratio", f"stored {s['ratio']!r} but worst_observed/bound_there = {exp_ratio!r}")
-        viol = s["worst_observed"] > s["bound_there"] * (1 + s["allowance_rel"])
+        allow = s["allowance_rel"]  # None: infinite (no float64 rounding guarantee, refutes nothing)
+        viol = allow is not None and s["worst_observed"] > s["bound_there"] * (1 + allow)
         anc = s.get("premise")
         if anc is not None:  # the stored worst check says an ancestor was not clean there
             a_num = (num.get("nodes") or {}).get(anc) or {}

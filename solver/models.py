@@ -51,7 +51,7 @@ from ..bounds.intervals import down
 from ..bounds.core import Bound, epsilon as epsilon_sym
 from ..bounds.params import Params
 from ..bounds.derive import NodeBound
-from ..constructions.errors import CertificateError, NotSimulable, ParameterError
+from ..constructions.errors import CertificateError, NotSimulable, ParameterError, RepresentationError
 from ..constructions.exact import ExactEngine
 from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS, GapReport,
                                   HeadGap, OutputMargin, TieBreak, analyse_gaps, count_words, plan_tie_breaks,
@@ -398,7 +398,7 @@ def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int =
 
     Raises :class:`ParameterError` for bad input (``n_max`` beyond the gap analysis),
     :class:`SearchFailed` when ``find_tau`` finds no certifiable temperature, :class:`NotSimulable`
-    when the needed 1/τ is beyond 1e30 (a gap too small to matter)."""
+    when the needed 1/τ is beyond 1e300 (a gap too small to matter)."""
     t_start = time.perf_counter()
     if n_max > an.report.n_max:
         raise ParameterError(f"--n-max {n_max} exceeds the gap analysis length {an.report.n_max}")
@@ -410,7 +410,7 @@ def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int =
         say("searching for the largest certifiable tau")
         try:
             found = certificate.search_values(c, n_lo, n_max, False, timeout_s, ("tau",), proofs)
-        except ValueError as e:  # required_inv_tau beyond 1e30: a gap too small to matter in practice
+        except RepresentationError as e:  # required 1/tau beyond 1e300: a gap too small to matter in practice
             smallest = min((h.gap for h in an.report.heads.values() if h.gap), default=None)
             raise NotSimulable(f"--find-tau: {e} (smallest gap {smallest})", an.report) from None
         inv_tau, _ = certificate.searched_params(c, found, n_lo, n_max, False, ("tau",))

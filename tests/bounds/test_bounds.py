@@ -16,6 +16,7 @@ import sympy as sp
 from softhard.bounds import selection as S
 from softhard.bounds.core import asymptotic_order
 from softhard.bounds.derive import evaluate, latex, required_inv_tau
+from softhard.constructions.errors import ParameterError, RepresentationError
 
 mpmath.mp.dps = 60
 TOL = mpmath.mpf(10) ** -40
@@ -173,3 +174,33 @@ def test_exponents_are_nonpositive():
 def test_latex_output():
     s = latex(S.leak_T())
     assert "\\tau" in s and "\\beta" in s and "e^{" in s
+
+
+def test_evaluate_where_the_bound_cancels_at_50_digits():
+    """Issue 15 C4: terms such as 1 - exp(-beta/(n tau)) vanished at 50 digits for n = 10^60,
+    1/tau = 10^-300 or beta = 10^-300 (ZeroDivisionError in evaluate).  Independent values:
+    key ≡ 1 at n = 10^60, 1/tau = 1000: the leak is S/(1 + S) with S ≈ 1/x - 1/2, x = beta/(n tau),
+    so 1 - leak = x to relative O(x); the brute-force worst cases (no cancellation in them)."""
+    v = evaluate(S.leak_T(key_const=True), n_value=10**60, inv_tau=1000)
+    x = mpmath.mpf(1) / (4 * 10**57)
+    assert abs((1 - v) / x - 1) < 1e-9
+    t = mpmath.mpf(10) ** 300  # tau = 1e300: every weight is 1 to 300 digits
+    bd = evaluate(S.leak_U(), n_value=4, inv_tau=Fraction(1, 10**300))
+    w = worst_U(4, t)
+    assert abs(w - bd) <= bd * TOL and abs(bd - mpmath.mpf(3) / 4) < 1e-45  # 3 of the 4 weights miss
+    bd = evaluate(S.leak_T(), n_value=5, inv_tau=3, beta_value=Fraction(1, 10**300))
+    with mpmath.workdps(400):  # the brute force must resolve the key spacing beta/n = 2e-301
+        w = worst_T(5, mpmath.mpf(1) / 3, mpmath.mpf(10) ** -300)
+    assert abs(w / bd - 1) < TOL  # attained (the b ≡ 1 words, n = 5)
+
+
+def test_required_inv_tau_beyond_float64_is_a_parameter_error():
+    """Issue 15 C4: ``bound "G (a & b)" --beta 1e-300 --n-max 10^12`` needs 1/tau ≈ n ln(1/eta)/beta
+    = 1.4e312, beyond the float64 that numeric runs hold it in: a RepresentationError (a
+    ParameterError) naming n and the limit, not a ValueError; at beta = 10^-200 the value itself
+    (r = exp(-beta/(n tau)) = eta for large n)."""
+    x = required_inv_tau(S.leak_T(), n_value=10**12, beta_value=Fraction(1, 10**200))
+    assert abs(x / (10**212 * mpmath.log(4)) - 1) < 1e-9
+    with pytest.raises(RepresentationError, match=r"^at n = 1e\+12 the bound needs 1/tau > 1e300"):
+        required_inv_tau(S.leak_T(), n_value=10**12, beta_value=Fraction(1, 10**300))
+    assert issubclass(RepresentationError, ParameterError)

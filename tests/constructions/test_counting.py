@@ -396,3 +396,41 @@ def test_cli_run_bound_confirm_json(capsys):
     assert main(["confirm", ex, "--n-max", "300", "--random", "200", "--exhaustive-len", "8", "--json"]) == 0
     c = json.loads(capsys.readouterr().out)
     assert c["ok"] and all(v["violations"] == 0 for v in c["nodes"].values())
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("4000000000000000000*#a >= 1", r"count coefficient 4000000000000000000 of #a is beyond 2\^53"),
+    ("9007199254740993*#a - #b >= 1", r"count coefficient 9007199254740993 of #a is beyond 2\^53"),
+    ("#a - 40000000000000000000*#b >= 1", r"count coefficient -40000000000000000000 of #b is beyond 2\^53"),
+    ("#a >= 4503599627370497", r"constant -4503599627370497 is beyond 2\^52"),
+])
+@pytest.mark.parametrize("regime,method", [("T", "head"), ("T", "ln"), ("U", "pe")])
+def test_comparator_weights_beyond_float64_are_refused(text, needle, regime, method):
+    """Issue 15 C5: a comparator holds a_k and c + 1/2 as float64 weights; beyond 2^53 (2^52 for
+    the constant) they are not exact integers any more, so the transformer is refused with a
+    ParameterError naming the coefficient (the reference semantics stay exact at any size)."""
+    with pytest.raises(ParameterError, match=needle):
+        build(load_spec(text, alphabet="ab"), regime, comparator=method)
+
+
+@pytest.mark.parametrize("text", ["9007199254740992*#a - 9007199254740992*#b >= 1",
+                                  "3*#a - 9007199254740991*#b + 4503599627370495 >= 0"])
+@pytest.mark.parametrize("regime,method", [("T", "head"), ("T", "ln"), ("U", "pe")])
+def test_comparator_weights_at_the_float64_limit(text, regime, method):
+    """At the limit the weights are exact and the hard transformer equals the brute-force
+    semantics (Python integers) on every word of length <= 8."""
+    c = build(load_spec(text, alphabet="ab"), regime, comparator=method)
+    m = c.model
+    out = m.index(m.outputs[0])
+    f = parse_formula(text)
+    lhs, rhs = f.lhs, f.rhs
+    for k in range(1, 9):
+        words = ["".join(t) for t in itertools.product("ab", repeat=k)]
+        hard = forward(m, m.encode([list(w) for w in words]), mode="hard").x[:, 1:, out]
+        for w, row in zip(words, hard):
+            want = []
+            for i in range(1, k + 1):
+                cnt = {"a": w[:i].count("a"), "b": w[:i].count("b")}
+                val = [sum(cf * cnt[str(g)] for g, cf in side.terms) + side.const for side in (lhs, rhs)]
+                want.append(val[0] >= val[1])
+            assert (row == 1).tolist() == want, w

@@ -501,3 +501,33 @@ def test_encode_fast_path_matches_general_path():
         m.encode(["ab", "a"])
     with pytest.raises(ParameterError, match="'ab' is not in the alphabet"):
         m.encode([("ab", "a")])
+
+
+# ------------------------------------------------------------------------------------------------
+# the clean-up ramp at eta close to 1/2 (issue 15 C2)
+
+
+@pytest.mark.parametrize("formula,comparator", [("Y a", "head"), ("#a >= #b", "ln")])
+def test_cleanup_ramp_at_eta_next_to_one_half(formula, comparator):
+    """eta = 1/2 - 2^-53 (the closest to 1/2 float64 can represent; ramp width 2^-52): the clean-up
+    MLP computes round_eta(y) = clamp((y - eta)/(1 - 2 eta), 0, 1) exactly at these points; a
+    selection cleans y = raw, a layer norm y = raw/2 + 1/2.  Closer to 1/2 the transformer is
+    refused with a ParameterError naming eta (it divided by zero: 1 - 2*float(eta) = 0)."""
+    g = compile_formula(parse_formula(formula), ["a", "b"], comparator=comparator)
+    eta = Fraction(1, 2) - Fraction(1, 2 ** 53)
+    m = build_transformer(g, "T", eta=eta)
+    node = g.graph["root"]
+    mlp = next(mm for b in m.blocks for mm in b.mlps if node in mm.nodes and "ln" not in mm.name)
+    ix = {lab: k for k, lab in enumerate(m.labels)}
+    ys = [Fraction(0), Fraction(1), Fraction(1, 2), Fraction(1, 2) + Fraction(1, 2 ** 53), eta,
+          Fraction(3, 4) - Fraction(1, 4) * eta]  # the last: (y - eta)/(1 - 2 eta) = 2^50 - 1/4 -> 1
+    for y in ys:
+        raw = y if comparator == "head" else 2 * y - 1
+        x = np.zeros(len(m.labels))
+        x[ix["one"]] = 1.0
+        x[ix[f"raw:{node}"]] = float(raw)
+        want = min(max((y - eta) / (1 - 2 * eta), Fraction(0)), Fraction(1))
+        assert mlp(x)[ix[node]] == float(want), (y, want)
+    for bad in (Fraction(1, 2) - Fraction(1, 10 ** 23), Fraction(1, 2) - Fraction(1, 2 ** 54)):
+        with pytest.raises(ParameterError, match=r"^eta .*1/2 - eta .* below 2\^-53"):
+            build_transformer(g, "T", eta=bad)

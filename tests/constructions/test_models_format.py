@@ -243,3 +243,65 @@ def test_sinusoidal_family_is_the_nearest_double():
             want = float(mpmath.cos(mpmath.mpf(1) / 3 * j / n))
         assert P[j, s1] == Fraction(want) and F[j, s1] == want
     assert P[0, s1] == 0 and hm.bounded
+
+
+def _sparse_row(d, where, shape, entries):
+    """Replace the array at ``where`` (a path of keys) in ``d`` by a sparse matrix."""
+    obj = d
+    for k in where[:-1]:
+        obj = obj[k]
+    obj[where[-1]] = {"shape": shape, "entries": entries}
+
+
+@pytest.mark.parametrize("mutate, field", [
+    # a row outside the declared shape: 'b' is row 2 of a token embedding declared with 2 rows (was IndexError)
+    (lambda d: _sparse_row(d, ["token_embedding"], [2, 9], [["BOS", "bos", 1], ["b", "one", 1]]),
+     "token_embedding: expected 3 rows, got 2 (shape (2, 9))"),
+    # the label 'out' is coordinate 8 of a W_Q declared with 3 rows (was IndexError)
+    (lambda d: _sparse_row(d, ["layers", 0, "heads", 0, "W_Q"], [3, 1], [["out", 0, 1]]),
+     "layers[0].heads[0].W_Q: expected 9 rows (d_model), got 3 (shape (3, 1))"),
+    # huge declared shapes: checked before anything is allocated (were ValueError / MemoryError)
+    (lambda d: _sparse_row(d, ["layers", 0, "heads", 0, "W_Q"], [9, 10**20], []),
+     "layers[0].heads[0].W_Q.shape: declares 9 x 100000000000000000000 entries, more than this reader's limit"),
+    (lambda d: _sparse_row(d, ["layers", 1, "mlp", 0, "W1"], [9, 10**9], [["s2", 0, 1]]),
+     "layers[1].mlp[0].W1.shape: declares 9 x 1000000000 entries, more than this reader's limit of 16777216"),
+    (lambda d: d.__setitem__("positional", {"table": {"shape": [10**15, 9], "entries": []}}),
+     "positional.table.shape: declares 1000000000000000 x 9 entries"),
+    (lambda d: d["layers"][0]["heads"][0].__setitem__("b_Q", {"size": 10**30, "entries": []}),
+     "layers[0].heads[0].b_Q: expected 1 entries, got 1000000000000000000000000000000"),
+    (lambda d: (d.__setitem__("d_model", 10**12), d.pop("residual")),
+     "d_model: 1000000000000 is more than this reader's limit of 16777216 (2^24) coordinates"),
+    # weights beyond float64 (were OverflowError in the float runtime)
+    (lambda d: _sparse_row(d, ["layers", 0, "mlp", 0, "W1"], [9, 2], [["s1", 0, 10**400]]),
+     "layers[0].mlp[0].W1.entries[0]: about 10^400 is beyond the float64 range"),
+    (lambda d: d["layers"][0]["heads"][0].__setitem__("scale", "1e400"),
+     "layers[0].heads[0].scale: 1e400 is beyond the float64 range"),
+    (lambda d: d["layers"][0]["heads"][0]["W_K"]["entries"].append(["a", 0, "-2e308"]),
+     "layers[0].heads[0].W_K.entries[2]: -2e308 is beyond the float64 range"),
+    (lambda d: d["layers"][0]["heads"][0]["W_K"]["entries"].append(["a", 0, "1e-100000000"]),
+     "layers[0].heads[0].W_K.entries[2]: '1e-100000000': decimal exponent beyond +-10000"),
+])
+def test_model_file_limits_are_model_format_errors(mutate, field):
+    """Issue 15 C7: each of these crashed with IndexError, ValueError, MemoryError or OverflowError
+    (or took minutes); each is now a one-line ModelFormatError naming the file and the field."""
+    doc = _doc()
+    mutate(doc)
+    with pytest.raises(ModelFormatError) as ei:
+        parse_model(doc, path="m.json")
+    msg = str(ei.value)
+    assert msg.startswith("m.json: ") and "\n" not in msg
+    assert field in msg, msg
+
+
+def test_model_file_weights_at_the_float64_limits_load():
+    """The largest double, a value that rounds down to it and a tiny value that rounds to 0 are
+    accepted, kept exact, and the float runtime holds their nearest doubles."""
+    big = int(np.finfo(np.float64).max)
+    doc = _doc()
+    doc["layers"][0]["heads"][0]["W_K"]["entries"] += [["b", 0, big + 2**969 - 1], ["a", 0, "1e-400"]]
+    spec = parse_model(doc)
+    WK = spec.layers[0].heads[0].W_K
+    ib, ia = spec.labels.index("b"), spec.labels.index("a")
+    assert WK[ib, 0] == big + 2**969 - 1 and WK[ia, 0] == Fraction(1, 10**400)
+    Wf = spec.canonical().transformer().blocks[0].heads[0].W_K
+    assert Wf[ib, 0] == np.finfo(np.float64).max and Wf[ia, 0] == 0.0

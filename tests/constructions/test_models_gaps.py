@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
+import re
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 from models_util import brute_force
 
+from softhard.constructions.exact import ExactEngine, output_values
 from softhard.constructions.gaps import analyse_gaps, plan_tie_breaks, same_hard_outputs, tie_break
 from softhard.constructions.modelfile import load_model, parse_model
 from softhard.constructions.random_models import random_model_doc
@@ -165,3 +168,24 @@ def test_search_visits_every_short_length(seed, head, want):
     for name, h in rep.heads.items():  # never below the true minimum
         if h.gap is not None and exh.heads[name].gap is not None:
             assert h.gap >= exh.heads[name].gap
+
+
+def test_aha_tie_counts_whose_lcm_exceeds_int64():
+    """Issue 15 C1: an AHA head whose rows have 1..45 tied positions (``a^45`` in ``seen_a``) needs
+    the common multiplier lcm(1..45) > 2^63; it overflowed int64 (``gap --model ... --n-max 45``).
+    The exact run must agree with the independent brute force, and the output is the language."""
+    spec = load_model(EXAMPLE)
+    hm = spec.canonical()
+    words = ["a" * 45, "a" * 44 + "b", "b" * 44 + "a", "ba" * 22 + "b"]
+    assert math.lcm(*range(1, 46)) >= 2 ** 63
+    run = ExactEngine(hm).run([[spec.alphabet.index(s) + 1 for s in w] for w in words])
+    assert max(int(t) for t in run.heads["seen_a"].ties.ravel()) == 45
+    out = spec.labels.index("out")
+    got = output_values(hm, run.x, [out])
+    for b, w in enumerate(words):
+        want_x, _ = brute_force(spec, w)
+        assert [got[b, i, 0] for i in range(len(w) + 1)] == [row[out] for row in want_x]
+        assert got[b, len(w), 0] == (1 if re.fullmatch(r".*a.*b.*", w) else 0)
+    assert run.heads["seen_a"].gap(0, 45) == Fraction(1, 2)
+    rep = analyse_gaps(hm, 45, search_words=300, seed=0)
+    assert rep.heads["seen_a"].gap == Fraction(1, 2) and rep.heads["seen_a"].ties_max == 45

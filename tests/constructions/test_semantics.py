@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from softhard.constructions.ast import (
-    Atom, Binary, Compare, Const, Formula, Linear, Unary, subformulas,
+    Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, subformulas,
 )
 from softhard.constructions.errors import FormulaError, ParameterError
 from softhard.constructions.parse import load_spec, parse_formula
@@ -73,6 +73,8 @@ def _holds(f: Formula, w: str, i: int) -> bool:
         lhs, rhs = _value(f.lhs, w, i), _value(f.rhs, w, i)
         return {"<": lhs < rhs, "<=": lhs <= rhs, ">": lhs > rhs, ">=": lhs >= rhs,
                 "=": lhs == rhs, "!=": lhs != rhs}[f.op]
+    if isinstance(f, Parity):
+        return (_value(f.arg, w, i) % 2 == 0) == f.even
     raise AssertionError(f"unknown node {f!r}")
 
 
@@ -248,3 +250,28 @@ def test_speed_ten_thousand_words_of_length_500() -> None:
     elapsed = time.perf_counter() - start
     assert 0 < sum(results) < len(words)
     assert elapsed < 15, f"{elapsed:.1f} s for 10^4 words of length 500"
+
+
+@pytest.mark.parametrize("text,word", [
+    ("4000000000000000000*#a >= 1", "aaab"),                              # 1.2e19 wrapped negative
+    ("40000000000000000000*#a >= 1", "aaab"),                             # >= 2^63: OverflowError
+    ("4611686018427387904*#a - 4611686018427387904*#b >= 1", "abaab"),    # 2^62 each: wraps in between
+    ("#a >= 9223372036854775808", "ab"),                                 # constant 2^63
+    ("#a - 2*#b + 99999999999999999999 > 100000000000000000000 - #a", "aabab"),
+    ("even(9223372036854775809*#a + 9223372036854775807)", "aab"),
+    ("(3000000000000000000*#a > 5000000000000000000*#b) S b", "abaaab"),
+])
+def test_huge_count_coefficients_are_exact(text, word):
+    """Issue 15 C5: counts were combined in int64, so 4e18*#a at #a = 3 wrapped negative ("reference
+    rejects") and coefficients >= 2^63 raised OverflowError.  The brute-force oracle computes in
+    Python integers; the values of the linear forms are checked against it too."""
+    f = parse_formula(text)
+    assert truth(f, word).tolist() == oracle(f, word)
+    vals = evaluate(f, word)
+    for g in subformulas(f):
+        if isinstance(g, Compare):
+            for lin in (g.lhs, g.rhs):
+                got = linear_values(lin, vals, (len(word),)).tolist()
+                assert got == [_value(lin, word, i) for i in range(1, len(word) + 1)]
+    batch = np.array([list(word)] * 2)
+    assert truth(f, batch).tolist() == [oracle(f, word)] * 2

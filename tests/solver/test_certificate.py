@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 from fractions import Fraction
 from pathlib import Path
@@ -234,3 +235,28 @@ def test_default_example_and_bad_input(tmp_path, capsys):
     bad.write_text("{not json")
     assert main(["verify", str(bad)]) == 2
     assert ":1:2:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("formula,alphabet,n_max", [("a S b", "ab", 10**18), ("tomita4", None, 10**17),
+                                                    ("a S b", "ab", 10**60)])
+def test_find_tau_beyond_float64_lengths(formula, alphabet, n_max):
+    """Issue 15 C3: at n_max = 10^17..10^18 the float64 rounding allowance of the search margin
+    overflowed (expm1(1100) = inf, then round_up(inf)); in the numeric section it is infinite at
+    1/tau ~ 10^18 (JSON has no infinity).  No float64 run represents the construction beyond
+    its separable length, so the margin there is 1e-9 and the allowance is reported as null.
+    Independent value: for large n the binding b ≡ 1 leak is r = exp(-beta/(n tau)) (the geometric
+    sum r/(1-r) over 1 + itself), so 1/tau* = n ln(1/eta)/beta = 4 ln 4 · n."""
+    spec = load_spec(str(EXAMPLES / "tomita4.ltl")) if alphabet is None else load_spec(formula, alphabet=alphabet)
+    c = build(spec, "T")
+    cert = certify(c, n_max=n_max, find_tau=True, numeric_opts=FAST)
+    assert cert["status"] == "proved"
+    want = 4 * math.log(4) * n_max
+    for p in cert["search"]["per_bound"]:
+        assert 1 <= float(Fraction(p["inv_tau_certified"])) / want < 1 + 1e-8
+    f64 = cert["precision"]["float64_at_n_max"]
+    assert f64["rounding_allowance_rel"] is None and f64["within_eta"] is False
+    assert not cert["precision"]["formats"]["float64"]["covers_n_max"]
+    json.dumps(cert, allow_nan=False)  # every number finite
+    jsonschema.validate(cert, schema())
+    rep = verify_certificate(json.loads(json.dumps(cert)))
+    assert rep.ok, rep.problems
