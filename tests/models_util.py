@@ -81,3 +81,21 @@ def brute_force(spec: ModelSpec, word) -> tuple[list[list[Fraction]], dict[str, 
                 new.append([a + b for a, b in zip(v, out)])
             x = new
     return x, info
+
+
+def uha_doc(rule="UHA-rightmost"):
+    """'The parity of the position of the last (or first) a strictly before i': UHA with ties among
+    the a's (all score 1), value (-1)^j; BOS scores 1/2, b's 0."""
+    return {
+        "format": "softhard-model", "version": 1, "name": "last_a_parity", "alphabet": ["a", "b"], "d_model": 5,
+        "residual": ["bos", "one", "a", "par", "y"],
+        "token_embedding": {"shape": [3, 5], "entries": [["BOS", "bos", 1], ["a", "one", 1], ["a", "a", 1],
+                                                         ["b", "one", 1]]},
+        "positional": {"features": [{"family": "(-1)^j", "coordinate": "par"}]},
+        "layers": [{"heads": [{"name": "last_a", "mask": "strict_past" if rule == "UHA-rightmost" else "strict_future",
+                               "rule": rule,
+                               "W_Q": {"shape": [5, 1], "entries": [["one", 0, 1]]},
+                               "W_K": {"shape": [5, 1], "entries": [["a", 0, 1], ["bos", 0, "1/2"]]},
+                               "W_V": {"shape": [5, 1], "entries": [["par", 0, 1]]},
+                               "W_O": {"shape": [1, 5], "entries": [[0, "y", 1]]}}]}],
+        "outputs": [{"name": "y", "type": "numerical", "coordinate": "y"}]}

@@ -11,7 +11,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from models_util import brute_force
+from models_util import brute_force, uha_doc
 
 from softhard.constructions.exact import ExactEngine, output_values
 from softhard.constructions.gaps import analyse_gaps, plan_tie_breaks, same_hard_outputs, tie_break
@@ -89,27 +89,9 @@ def test_searched_gap_is_exact_for_found_inputs_and_labelled():
             assert rep4.heads[name].gap >= exh.heads[name].gap
 
 
-def _uha_doc(rule="UHA-rightmost"):
-    """'The parity of the position of the last (or first) a strictly before i': UHA with ties among
-    the a's (all score 1), value (-1)^j; BOS scores 1/2, b's 0."""
-    return {
-        "format": "softhard-model", "version": 1, "name": "last_a_parity", "alphabet": ["a", "b"], "d_model": 5,
-        "residual": ["bos", "one", "a", "par", "y"],
-        "token_embedding": {"shape": [3, 5], "entries": [["BOS", "bos", 1], ["a", "one", 1], ["a", "a", 1],
-                                                         ["b", "one", 1]]},
-        "positional": {"features": [{"family": "(-1)^j", "coordinate": "par"}]},
-        "layers": [{"heads": [{"name": "last_a", "mask": "strict_past" if rule == "UHA-rightmost" else "strict_future",
-                               "rule": rule,
-                               "W_Q": {"shape": [5, 1], "entries": [["one", 0, 1]]},
-                               "W_K": {"shape": [5, 1], "entries": [["a", 0, 1], ["bos", 0, "1/2"]]},
-                               "W_V": {"shape": [5, 1], "entries": [["par", 0, 1]]},
-                               "W_O": {"shape": [1, 5], "entries": [[0, "y", 1]]}}]}],
-        "outputs": [{"name": "y", "type": "numerical", "coordinate": "y"}]}
-
-
 @pytest.mark.parametrize("rule", ["UHA-rightmost", "UHA-leftmost"])
 def test_uha_ties_are_gap_zero_then_tie_break(rule, tmp_path, capsys):
-    spec = parse_model(_uha_doc(rule))
+    spec = parse_model(uha_doc(rule))
     hm = spec.canonical()
     N = 6
     rep = analyse_gaps(hm, N)
@@ -133,7 +115,7 @@ def test_uha_ties_are_gap_zero_then_tie_break(rule, tmp_path, capsys):
     assert not same_hard_outputs(hm, hm3, N)[0]
     # CLI: without the tie-break the model is not simulable (exit 1) and the witness is printed
     p = tmp_path / "u.json"
-    p.write_text(json.dumps(_uha_doc(rule)))
+    p.write_text(json.dumps(uha_doc(rule)))
     rc = main(["gap", "--model", str(p), "--n-max", str(N), "--tie-break", "off", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 1 and not out["simulable"] and "NOT simulable" in out["verdict"]
@@ -146,7 +128,7 @@ def test_uha_ties_are_gap_zero_then_tie_break(rule, tmp_path, capsys):
 
 def test_near_tie_reported_exactly():
     """An AHA head whose two best keys differ by 2^-60: the gap is reported exactly (not 0, not a float)."""
-    doc = _uha_doc()
+    doc = uha_doc()
     doc["layers"][0]["heads"][0]["rule"] = "AHA"
     doc["layers"][0]["heads"][0]["W_K"]["entries"].append(["par", 0, f"1/{2 ** 60}"])
     rep = analyse_gaps(parse_model(doc).canonical(), 5)

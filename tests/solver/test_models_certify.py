@@ -10,6 +10,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from models_util import uha_doc
 from tamper import undetected
 
 from softhard.bounds.composed import HeadPremise
@@ -216,9 +217,8 @@ def test_searched_premise_gives_unknown_status(tmp_path, capsys):
 def test_certify_model_needs_epsilon_and_reports_not_simulable(tmp_path, capsys):
     rc = main(["certify", "--model", str(EXAMPLE), "--n-max", "4", "--find-tau"])
     assert rc == 2 and "--epsilon" in capsys.readouterr().err
-    from test_models_gaps import _uha_doc
     p = tmp_path / "u.json"
-    p.write_text(json.dumps(_uha_doc()))
+    p.write_text(json.dumps(uha_doc()))
     rc = main(["certify", "--model", str(p), "--n-max", "5", "--epsilon", "1/10", "--find-tau", "--tie-break", "off"])
     err = capsys.readouterr().err
     assert rc == 1 and "not simulable this way" in err and "gap 0" in err
