@@ -260,3 +260,13 @@ def test_find_tau_beyond_float64_lengths(formula, alphabet, n_max):
     jsonschema.validate(cert, schema())
     rep = verify_certificate(json.loads(json.dumps(cert)))
     assert rep.ok, rep.problems
+
+
+def test_certify_reports_the_input_before_a_missing_tau(tmp_path, capsys):
+    """A newcomer's first mistake is usually the input: it is reported before --tau/--find-tau."""
+    assert main(["certify", str(tmp_path / "nofile.ltl")]) == 2
+    assert "nofile.ltl" in capsys.readouterr().err
+    assert main(["certify", "Y ("]) == 2
+    assert ":1:" in capsys.readouterr().err  # the syntax error, with its position
+    assert main(["certify", "Y a"]) == 2
+    assert "give exactly one of --tau T and --find-tau" in capsys.readouterr().err

@@ -72,22 +72,22 @@ def _status(args, text: str):
 
 def _check_range(args) -> None:
     if args.tau is None and not args.find_tau:
-        raise ParameterError("give --tau T or --find-tau")
+        raise ParameterError("give exactly one of --tau T and --find-tau")
     if args.n_min > args.n_max:
         raise ParameterError(f"--n-min {args.n_min} exceeds --n-max {args.n_max}")
 
 
 def certify_formula(args) -> dict:
     """A formula's certificate (THEORY §8): the formula argument, or :data:`DEFAULT_EXAMPLE`."""
+    if args.formula is None:
+        spec = parse_spec(DEFAULT_EXAMPLE, source="<embedded tomita4>")
+    else:  # the input first: a missing file or a syntax error is the first thing to hear about
+        spec = load_spec(args.formula, alphabet=args.alphabet)
+    c = formula_construction(args, spec)
     _check_range(args)
     if args.range_only and args.regime == "T":
         raise ParameterError("--range-only applies to regimes U and P (regime T certificates are always for "
                              "n in [n-min, n-max])")
-    if args.formula is None:
-        spec = parse_spec(DEFAULT_EXAMPLE, source="<embedded tomita4>")
-    else:
-        spec = load_spec(args.formula, alphabet=args.alphabet)
-    c = formula_construction(args, spec)
     # --find-tau also finds the largest certifiable layer-norm epsilon unless --eps-ln fixes it
     tune = ("eps_ln",) if args.find_tau and eps_ln_option(args) is None and c.params.eps_ln is not None else ()
     if args.output:  # fail before the work if the output cannot be written
