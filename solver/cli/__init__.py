@@ -32,7 +32,7 @@ from types import ModuleType
 from ... import __version__
 from ...constructions.errors import SofthardError
 from . import bound, certify, confirm, gap, hahn, run, verify
-from .options import EXIT_BAD_INPUT, Parser, UsageErrors, attach_negative_values, value_options
+from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, Parser, UsageErrors, attach_negative_values, value_options
 
 #: command -> (the module defining its parser, the dotted name of its handler module); in the
 #: order ``softhard --help`` lists them
@@ -56,6 +56,8 @@ def build_parsers() -> tuple[Parser, dict[str, Parser]]:
     errors = UsageErrors()
     ap = Parser(prog="softhard", description=DESCRIPTION, usage_errors=errors)
     ap.add_argument("--version", action="version", version=f"softhard {__version__}")
+    ap.add_argument("--debug", action="store_true",
+                    help="on an internal error (exit 3), print the Python traceback instead of one line")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND",
                             parser_class=functools.partial(Parser, usage_errors=errors))
     sub.required = True
@@ -96,3 +98,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("softhard: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # noqa: BLE001 — a bug in softhard, not bad input: one line, exit 3
+        if args.debug:
+            raise
+        print(f"softhard: internal error: {type(e).__name__}: {e} (a bug in softhard, not in your input; "
+              "'softhard --debug ...' prints the traceback)", file=sys.stderr)
+        if getattr(args, "json", False):
+            print(json.dumps({"error": str(e), "kind": type(e).__name__, "exit": EXIT_INTERNAL}))
+        return EXIT_INTERNAL

@@ -17,7 +17,7 @@ from ...constructions.parameters import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARC
                                          REGIMES, to_fraction)
 
 #: exit status: success; a claim refuted or unknown / a check failed; bad input (one line, no traceback)
-EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 #: the longest solver time limit accepted (one day): beyond it a "limit" is no limit
 MAX_TIMEOUT_S = 86400.0

@@ -252,3 +252,23 @@ def test_usage_errors_with_json_print_one_json_object(capsys, argv, where):
     assert cap.err.count("\n") == 1 and cap.err.startswith("softhard: error:")
     assert main([a for a in argv if a != "--json"]) == 2
     assert capsys.readouterr().out == ""  # without --json: nothing on stdout
+
+
+def test_an_internal_error_is_one_line_and_exit_3(monkeypatch, capsys):
+    """A bug (any exception that is not a SofthardError) is exit 3 with one line; --debug re-raises."""
+    import pytest
+
+    import softhard.solver.cli.handlers.bound as handler
+    from softhard.solver.cli import main
+
+    def boom(args):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(handler, "handle", boom)
+    assert main(["bound", "Y a"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error: RuntimeError: simulated bug" in err and "--debug" in err
+    assert main(["bound", "Y a", "--json"]) == 3
+    assert json.loads(capsys.readouterr().out)["exit"] == 3
+    with pytest.raises(RuntimeError, match="simulated bug"):
+        main(["--debug", "bound", "Y a"])
