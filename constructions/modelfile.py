@@ -538,21 +538,28 @@ def inline_arrays(doc, npz: dict):
     return doc
 
 
-def load_model(path: str | os.PathLike) -> ModelSpec:
-    """Read and validate a model file (JSON, plus the ``.npz`` its ``arrays`` field names, relative
-    to the JSON file).  Raises :class:`ModelFormatError` for unreadable files, invalid JSON
-    (with line:column) and every validation problem of :func:`parse_model`."""
-    p = Path(path)
+def read_json_file(p: Path, what: str) -> tuple[bytes, object]:
+    """``(raw bytes, parsed JSON)`` of the file ``p`` (``what``: how to name it in a message, e.g.
+    "a model file").  Raises :class:`ModelFormatError` with one line naming the file for an
+    unreadable file, non-UTF-8 text or invalid JSON (with line:column)."""
     try:
         raw = p.read_bytes()
     except OSError as e:
         raise ModelFormatError(f"{p}: cannot read ({e.strerror or e})") from None
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        return raw, json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise ModelFormatError(f"{p}: not UTF-8 text (a model file is JSON)") from None
+        raise ModelFormatError(f"{p}: not UTF-8 text ({what} is JSON)") from None
     except json.JSONDecodeError as e:
         raise ModelFormatError(f"{p}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})") from None
+
+
+def load_model(path: str | os.PathLike) -> ModelSpec:
+    """Read and validate a model file (JSON, plus the ``.npz`` its ``arrays`` field names, relative
+    to the JSON file).  Raises :class:`ModelFormatError` for unreadable files, invalid JSON
+    (with line:column) and every validation problem of :func:`parse_model`."""
+    p = Path(path)
+    raw, doc = read_json_file(p, "a model file")
     h = hashlib.sha256(raw)
     npz = None
     if isinstance(doc, dict) and "arrays" in doc:

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import ModelFormatError
+from .modelfile import read_json_file
 from .tracr import TracrModel, UnsupportedModel, bos_convention, parse_labels
 
 # ---------------------------------------------------------------------------------------------
@@ -74,16 +75,7 @@ def load_tracr(path: str | os.PathLike) -> TracrModel:
     non-ReLU activation.
     """
     jp, zp = _resolve(path)
-    try:
-        raw = jp.read_bytes()
-    except OSError as e:
-        raise ModelFormatError(f"{jp}: cannot read ({e.strerror or e})") from None
-    try:
-        meta = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ModelFormatError(f"{jp}: not UTF-8 text (a Tracr export's metadata is JSON)") from None
-    except json.JSONDecodeError as e:
-        raise ModelFormatError(f"{jp}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})") from None
+    raw, meta = read_json_file(jp, "a Tracr export's metadata")
     if not isinstance(meta, dict):
         raise ModelFormatError(f"{jp}: expected a JSON object")
     try:
