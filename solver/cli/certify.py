@@ -1,12 +1,14 @@
 """``softhard certify``: prove that a temperature keeps a construction within its tolerance and
 write a certificate — of a formula (inline, a ``.ltl`` file, or the embedded default example), a
 model file (``--model FILE``) or a Tracr export (``--tracr MODEL``); one command, one path
-(docs/certificates.md).  The parser only (light); the work is done by
+(docs/certificates.md).  Many inputs (files, directories, globs) and comma-separated parameter
+lists make a batch: one job per input and combination (:mod:`.handlers.batch`).  The parser only (light); the work is done by
 :mod:`softhard.solver.cli.handlers.certify`, which dispatches to the source's kind."""
 
 from __future__ import annotations
 
-from .options import add_formula_options, add_gap_options, add_timeout_option, positive_int, tau_option
+from .batching import add_batch_options
+from .options import add_formula_options, add_gap_options, add_timeout_option, length_option, list_of, tau_option
 
 HELP = "prove that a temperature keeps every attention node within its tolerance"
 DESCRIPTION = ("Derive every attention node's error bound, prove with Z3 that it stays <= eta for every length in the "
@@ -19,29 +21,37 @@ DESCRIPTION = ("Derive every attention node's error bound, prove with Z3 that it
 def add_arguments(p) -> None:
     """Every source (a formula, ``--model FILE``, ``--tracr MODEL``; at most one, the default is
     the embedded Tomita 4 example), the options common to all, then each source's own."""
-    add_formula_options(p, formula_nargs="?", formula_help="formula or .ltl file (default: an embedded Tomita 4 "
-                                                           "example)")
-    p.add_argument("--n-max", type=positive_int("--n-max"), default=1000, help="largest word length (default 1000)")
-    p.add_argument("--n-min", type=positive_int("--n-min"), default=1, help="smallest word length (default 1)")
+    add_formula_options(p, formula_nargs="*", grid=True,
+                        formula_help="formulas, .ltl files, directories (their *.ltl) or globs (default: an "
+                                     "embedded Tomita 4 example); several make a batch")
+    p.add_argument("--n-max", type=list_of(length_option("--n-max")), default="1000",
+                   help="largest word length (default 1000); a comma-separated list makes a grid, e.g. 1e3,1e6")
+    p.add_argument("--n-min", type=list_of(length_option("--n-min")), default="1",
+                   help="smallest word length (default 1)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--tau", type=tau_option, default=None, help="the temperature to certify, exact (e.g. 1/5000)")
+    g.add_argument("--tau", type=list_of(tau_option), default=None,
+                   help="the temperature to certify, exact (e.g. 1/5000)")
     g.add_argument("--find-tau", action="store_true", help="find and certify the largest tau (smallest 1/tau)")
-    p.add_argument("-o", "--output", default=None, help="write the certificate to this file (atomically)")
+    p.add_argument("-o", "--output", default=None,
+                   help="write the certificate to this file (atomically); a batch (or a path ending in '/') writes "
+                        "one certificate per job into this directory, with stable names")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     add_timeout_option(p)
     p.add_argument("--no-numeric", action="store_true", help="skip the numeric confirmation")
     p.add_argument("--range-only", action="store_true",
                    help="regime U: prove only n in [n-min, n-max] instead of all n >= n-min")
     # model files (docs/models.md)
-    p.add_argument("--model", default=None, metavar="FILE",
-                   help="certify a hard-attention model file (THEORY §6) instead of a formula")
-    p.add_argument("--epsilon", default=None,
+    p.add_argument("--model", action="append", default=None, metavar="FILE",
+                   help="certify a hard-attention model file (THEORY §6) instead of a formula; repeat it, or give a "
+                        "directory (its *.json) or a glob, for a batch")
+    p.add_argument("--epsilon", type=list_of(), default=None,
                    help="with --model: the target output error, exact (e.g. 1/4), or 'margin' (just below the "
                         "smallest rounding margin of the boolean/categorical outputs, so rounded outputs are equal)")
     add_gap_options(p)
     # Tracr exports (docs/tracr.md)
-    p.add_argument("--tracr", default=None, metavar="MODEL",
+    p.add_argument("--tracr", action="append", default=None, metavar="MODEL",
                    help="certify a compiled Tracr model (NAME, NAME.json or NAME.npz of an export): the lengths and "
                         "temperatures at which it stays exact (docs/tracr.md)")
     p.add_argument("--n", type=int, default=None, metavar="N",
                    help="with --tracr: the length for the minimum-temperature answer (default max_seq_len)")
+    add_batch_options(p, resume=True)

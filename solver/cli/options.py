@@ -131,6 +131,40 @@ def tau_option(s: str) -> Fraction:
     return v
 
 
+def length_option(name: str):
+    """argparse type: a length ``>= 1``, also in exact decimal notation (``1e6`` is 1000000)."""
+    check = positive_int(name)
+
+    def conv(s: str) -> int:
+        try:
+            v = to_fraction(s, name)
+        except ParameterError:
+            return check(s)  # its message
+        return check(str(v.numerator)) if v.denominator == 1 else check(s)
+    return conv
+
+
+def choice_option(name: str, choices):
+    """argparse type: one of ``choices`` (argparse's own wording of an invalid choice)."""
+    def conv(s: str) -> str:
+        if s not in choices:
+            raise argparse.ArgumentTypeError(f"invalid choice: {s!r} (choose from {', '.join(choices)})")
+        return s
+    return conv
+
+
+def list_of(conv=str):
+    """argparse type of a grid option (``certify --regime T,U --n-max 1e3,1e6``): the
+    comma-separated values, each converted by ``conv``, as a tuple (one value: a 1-tuple).
+    The batch module (:mod:`.handlers.batch`) expands the grid into one job per combination."""
+    def parse(s: str) -> tuple:
+        parts = [x.strip() for x in s.split(",")]
+        if not all(parts):
+            raise argparse.ArgumentTypeError(f"empty value in the list {s!r}")
+        return tuple(conv(x) for x in parts)
+    return parse
+
+
 # ---------------------------------------------------------------------------------------------
 # option sets shared by several commands
 
@@ -138,29 +172,33 @@ FORMULA_HELP = "an inline formula (e.g. 'a S b') or a .ltl file declaring alphab
 
 
 def add_formula_options(p: argparse.ArgumentParser, *, formula_nargs: str | None = None,
-                        formula_help: str = FORMULA_HELP) -> None:
+                        formula_help: str = FORMULA_HELP, grid: bool = False) -> None:
     """The formula argument and the construction's options (regime, alphabet, eta, beta,
     comparator, eps-ln), and ``--json``.  ``formula_nargs="?"``: the formula may be omitted (a
-    command with another source, or a default example)."""
+    command with another source, or a default example).  ``grid``: regime, eta, beta, comparator
+    and eps-ln take comma-separated lists (:func:`list_of`; ``certify``'s batches)."""
+    g = list_of if grid else (lambda conv=None: conv)
     if formula_nargs is None:
         p.add_argument("formula", metavar="FORMULA_OR_FILE", help=formula_help)
     else:
         p.add_argument("formula", metavar="FORMULA_OR_FILE", nargs=formula_nargs, default=None, help=formula_help)
-    p.add_argument("--regime", choices=list(REGIMES), default="T",
+    p.add_argument("--regime", **({"type": list_of(choice_option("--regime", REGIMES))} if grid else
+                                  {"choices": list(REGIMES)}), default="T",
                    help="T: bounded PE j/n, temperature tau(n) shrinking with n; U: unbounded PE j, one fixed "
                         "tau (THEORY §1, §4); P: U plus j^2 and (-1)^j, needed by even()/odd() (THEORY §5). "
                         "Default T")
     p.add_argument("--alphabet", default=None,
                    help="alphabet of an inline formula: a string of one-character symbols (default: the "
                         "symbols the formula mentions); given with a .ltl file, it replaces the file's alphabet")
-    p.add_argument("--eta", default="1/4", help="clean-up margin eta in (0, 1/2), exact (e.g. 1/4); default 1/4")
-    p.add_argument("--beta", default="1/4", help="regime T tie-break weight, 0 < beta <= 1/4; default 1/4")
-    p.add_argument("--comparator", choices=["ln", "head", "pe"], default=None,
+    p.add_argument("--eta", type=g(), default="1/4", help="clean-up margin eta in (0, 1/2), exact (e.g. 1/4); default 1/4")
+    p.add_argument("--beta", type=g(), default="1/4", help="regime T tie-break weight, 0 < beta <= 1/4; default 1/4")
+    p.add_argument("--comparator", **({"type": list_of(choice_option("--comparator", ("ln", "head", "pe")))} if grid
+                                      else {"choices": ["ln", "head", "pe"]}), default=None,
                    help="how count comparisons are built (THEORY §5): ln = layer norm of [F, -F] (exact at "
                         "eps_ln = 0), head = temperature-scaled comparator head (1/tau = Theta(n)), pe = "
                         "unbounded-PE comparator head (regimes U, P: one tau for all n). Default: pe in regimes "
                         "U and P, head in regime T")
-    p.add_argument("--eps-ln", default=None,
+    p.add_argument("--eps-ln", type=g(), default=None,
                    help="layer-norm epsilon >= 0 of the ln comparator, exact (e.g. 1e-12). Default 0 (exact); "
                         "certify --find-tau searches the largest certifiable value when this is not given")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of tables")

@@ -3,6 +3,7 @@ parser only (light); the work: :mod:`softhard.solver.cli.handlers.verify`."""
 
 from __future__ import annotations
 
+from .batching import add_batch_options
 from .options import add_timeout_option, budget_option
 
 HELP = "re-check a certificate of any kind by replay: every field re-derived and compared"
@@ -18,9 +19,12 @@ DEFAULT_BUDGET_S = 600.0
 
 
 def add_arguments(p) -> None:
-    p.add_argument("file", metavar="FILE", help="certificate JSON written by 'softhard certify'")
+    p.add_argument("file", metavar="FILE", nargs="+",
+                   help="certificate JSON written by 'softhard certify'; several files, directories (their *.json) "
+                        "or globs make a batch with a summary")
     add_timeout_option(p)
     p.add_argument("--budget", type=budget_option, default=DEFAULT_BUDGET_S, metavar="SECONDS",
                    help=f"total time for re-proving claims (default {DEFAULT_BUDGET_S:g}); a claim it stops is "
                         "reported as not re-checked, never as agreement")
     p.add_argument("--json", action="store_true", help="print the verification report as JSON")
+    add_batch_options(p, resume=False)

@@ -28,6 +28,7 @@ from ...certjson import check_output_path, write_certificate
 from ...models import VERIFY_EXHAUSTIVE_LIMIT, build_model_construction, certify_model
 from ...tracr import certify_tracr
 from ..options import EXIT_FAIL
+from .batch import certify_jobs, is_batch, run_certify_batch
 from .certificates import print_formula_certificate, print_model_certificate, print_tracr_certificate
 from .console import certified_exit, stderr_console
 from .formula import eps_ln_option, formula_construction
@@ -151,7 +152,21 @@ CERTIFY: dict[str, tuple[Callable[..., dict], Callable[..., None]]] = {
 }
 
 
+def certify_one(args) -> dict:
+    """One source's certificate (no output): the kind's certify from :data:`CERTIFY` (a batch's job)."""
+    return CERTIFY[source_kind(args)][0](args)
+
+
 def handle(args) -> int:
+    """Certify every input and grid point (:mod:`.batch`); one job (no ``--resume``, Dask or
+    output directory) is exactly :func:`handle_one`."""
+    jobs = certify_jobs(args, source_kind)
+    if is_batch(args, len(jobs)):
+        return run_certify_batch(args, jobs, certify_one)
+    return handle_one(jobs[0].args)
+
+
+def handle_one(args) -> int:
     """Certify the one source given (:func:`source_kind`), write and print the certificate."""
     make, show = CERTIFY[source_kind(args)]
     try:

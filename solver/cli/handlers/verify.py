@@ -9,9 +9,20 @@ import sys
 
 from ...certjson import load_certificate
 from ...kinds import verify_certificate
+from .batch import expand_inputs, is_batch, run_verify_batch
 
 
 def handle(args) -> int:
+    """Verify every certificate given (files, directories, globs): one file exactly as
+    :func:`handle_one`, several as a batch with a summary (:mod:`.batch`)."""
+    files = expand_inputs(args.file, "certificate")
+    if is_batch(args, len(files)) or len(args.file) > 1 or files != args.file:
+        return run_verify_batch(args, files)
+    args.file = files[0]
+    return handle_one(args)
+
+
+def handle_one(args) -> int:
     """Verify the certificate file by replay; exit 0 only when it is valid."""
     cert = load_certificate(args.file)
     rep = verify_certificate(cert, timeout_s=args.timeout, budget_s=args.budget)

@@ -1,0 +1,32 @@
+"""The options of batches (``certify`` and ``verify`` with many inputs or a parameter grid):
+``--workers``, ``--scheduler``, ``--resume``.  The parser only (light); the work:
+:mod:`softhard.solver.cli.handlers.batch`."""
+
+from __future__ import annotations
+
+import argparse
+
+from .options import positive_int
+
+
+def scheduler_option(s: str) -> str:
+    """argparse type of ``--scheduler``: a Dask scheduler address ``tcp://HOST:PORT``."""
+    host, _, port = s.removeprefix("tcp://").rpartition(":")
+    if not s.startswith("tcp://") or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"--scheduler must be tcp://HOST:PORT, got {s!r}")
+    return s
+
+
+def add_batch_options(p: argparse.ArgumentParser, *, resume: bool) -> None:
+    """``--workers K`` / ``--scheduler tcp://HOST:PORT`` (run the jobs on Dask: a local cluster of
+    K worker processes, or an existing cluster), and with ``resume``, ``--resume``."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--workers", type=positive_int("--workers"), nargs="?", const=0, default=None, metavar="K",
+                   help="run the batch's jobs on a local Dask cluster of K worker processes (default: the "
+                        "machine's cores; needs the [dask] extra); results are identical to the single-process run")
+    g.add_argument("--scheduler", type=scheduler_option, default=None, metavar="tcp://HOST:PORT",
+                   help="run the batch's jobs on an existing Dask cluster (needs the [dask] extra)")
+    if resume:
+        p.add_argument("--resume", action="store_true",
+                       help="with -o DIR: skip a job whose certificate is already in DIR and verifies by replay "
+                            "(an invalid one is made again)")

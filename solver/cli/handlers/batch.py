@@ -1,0 +1,376 @@
+"""Batches of ``certify`` and ``verify``: many inputs and parameter grids in one process.
+
+A batch is a loop over the one pipeline: every job is exactly the single-input command's work
+(``certify``: the kind's certify from :data:`softhard.solver.cli.handlers.certify.CERTIFY`, i.e.
+:func:`softhard.solver.certificate.certify` and its model/Tracr counterparts; ``verify``:
+:func:`softhard.solver.kinds.verify_certificate`), run in job order in this process, or on Dask
+(``--workers K``, ``--scheduler tcp://HOST:PORT``; :mod:`softhard.solver.distributed`).
+
+* **Inputs**: files, directories (their ``*.ltl`` / ``*.json``, sorted) and globs (expanded
+  here, sorted, when the shell did not), in the order given.
+* **Grid**: every comma-separated option (``--regime T,U --eta 1/4,1/8 --n-max 1e3,1e6``) makes
+  one job per combination, inputs outermost, then the options in :data:`GRID`'s order.  An option
+  with several values that the inputs' kind does not use is refused.
+* **Output**: ``-o DIR`` writes one certificate per job, as soon as it is finished (atomically),
+  named by :func:`job_name` — stable: the input's stem, the regime, and 8 hex digits of the
+  SHA-256 of the job's key (the kind, the input's content, every option that reaches the
+  certificate), so the same job always has the same name whatever else is in the batch.
+* **Resume** (``--resume``): a job whose certificate is already in DIR is verified by replay
+  (:func:`softhard.solver.kinds.verify_certificate`) and, when valid, not made again (an invalid
+  one is made again and overwritten).  An interrupted batch (Ctrl-C) keeps every finished
+  certificate and exits 130.
+* **Summary**: a table (rich), or with ``--json`` one JSON line per job as it finishes and a last
+  ``{"summary": ...}`` line.  Exit status: the worst (largest) of the jobs' exit statuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import itertools
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+import mpmath
+from rich.table import Table
+
+from ....constructions.errors import NotSimulable, ParameterError, SofthardError
+from ...certjson import load_certificate, write_certificate
+from ...distributed import Cluster, run_jobs
+from ...kinds import verify_certificate
+from ..options import EXIT_BAD_INPUT, EXIT_INTERNAL
+from .console import certified_exit, fmt, stderr_console, stdout_console
+
+#: grid options (argparse dest) in expansion order, and the kinds that use each
+GRID: dict[str, tuple[str, ...]] = {
+    "regime": ("formula",), "eta": ("formula",), "beta": ("formula",), "comparator": ("formula",),
+    "eps_ln": ("formula",), "n_max": ("formula", "model"), "n_min": ("formula", "model"),
+    "tau": ("formula", "model"), "epsilon": ("model", "tracr"),
+}
+#: options that never reach a certificate (left out of a job's key)
+PRESENTATION = ("json", "output", "force", "resume", "workers", "scheduler", "debug", "cmd")
+#: what a directory given as an input contributes, per kind
+DIR_PATTERN = {"formula": "*.ltl", "model": "*.json", "tracr": "*.json", "certificate": "*.json"}
+GLOB_CHARS = set("*?[")
+
+
+def expand_inputs(items: list[str] | None, kind: str) -> list[str]:
+    """``items`` with each directory replaced by its files matching :data:`DIR_PATTERN` and each
+    glob that names no file by its matches (both sorted); anything else (a file, an inline formula,
+    a Tracr export's NAME) unchanged.  Raises :class:`ParameterError` for a directory or glob
+    that matches nothing."""
+    out: list[str] = []
+    for it in items or []:
+        p = Path(it)
+        if p.is_dir():
+            found = sorted(str(x) for x in p.glob(DIR_PATTERN[kind]) if x.is_file())
+            if not found:
+                raise ParameterError(f"{it}: the directory has no {DIR_PATTERN[kind]} file")
+            out += found
+        elif GLOB_CHARS & set(it) and not p.exists() and (kind != "formula" or it.endswith(".ltl")):
+            # (an inline formula may contain '*': only a pattern ending in .ltl is a formula glob)
+            found = sorted(glob.glob(it))
+            if not found:
+                raise ParameterError(f"{it}: no file matches")
+            out += found
+        else:
+            out.append(it)
+    return out
+
+
+@dataclass
+class Job:
+    """One job of a batch: ``args`` is the single-input command's namespace (every grid option a
+    scalar); ``label`` the input as shown; ``grid`` the values of the grid options that vary;
+    ``name`` the certificate's stable file name."""
+
+    index: int
+    args: argparse.Namespace
+    label: str
+    grid: dict[str, object] = field(default_factory=dict)
+    name: str = ""
+
+
+def _values(v) -> tuple:
+    return v if isinstance(v, tuple) else (v,)
+
+
+def _source_bytes(kind: str, value: str | None) -> bytes:
+    if value is None:
+        return b"<default>"
+    p = Path(value)
+    if kind == "tracr" and not p.is_file():
+        p = p.with_suffix(".json")
+    return p.read_bytes() if p.is_file() else value.encode()
+
+
+def job_name(kind: str, a: argparse.Namespace) -> str:
+    """The stable certificate file name of a job (module docstring): ``STEM[.REGIME].HASH8.json``."""
+    src = {"formula": a.formula, "model": a.model, "tracr": a.tracr}[kind]
+    key = {k: str(v) for k, v in sorted(vars(a).items()) if k not in PRESENTATION + ("formula", "model", "tracr")}
+    digest = hashlib.sha256(json.dumps({"kind": kind, "key": key}, sort_keys=True).encode()
+                            + hashlib.sha256(_source_bytes(kind, src)).digest()).hexdigest()[:8]
+    if src is None:
+        stem = "default"
+    elif Path(src).is_file() or kind != "formula":
+        stem = Path(src).stem
+    else:
+        stem = "inline"
+    stem = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in stem)[:40]
+    return f"{stem}.{a.regime}.{digest}.json" if kind == "formula" else f"{stem}.{digest}.json"
+
+
+def certify_jobs(args: argparse.Namespace, kind_of: Callable[[argparse.Namespace], str]) -> list[Job]:
+    """Every job of a ``certify`` command line (module docstring): the inputs times the grid.
+    ``kind_of``: the source's kind of a one-input namespace (its checks raise for bad mixes)."""
+    formulas = expand_inputs(args.formula or [], "formula")
+    models = expand_inputs(args.model, "model")
+    tracrs = expand_inputs(args.tracr, "tracr")
+    probe = argparse.Namespace(**{**vars(args), "formula": formulas[0] if formulas else None,
+                                  "model": models[0] if models else None, "tracr": tracrs[0] if tracrs else None})
+    kind = kind_of(probe)
+    inputs = {"formula": formulas or [None], "model": models, "tracr": tracrs}[kind]
+    varying, fixed = [], {}
+    for dest, kinds in GRID.items():
+        vals = _values(getattr(args, dest))
+        if len(vals) > 1 and kind not in kinds:
+            raise ParameterError(f"--{dest.replace('_', '-')} has several values but does not apply to this kind of "
+                                 f"input ({kind})")
+        if len(vals) > 1:
+            varying.append(dest)
+        fixed[dest] = vals[0]
+    jobs = []
+    combos = itertools.product(inputs, *(_values(getattr(args, d)) for d in varying))
+    for i, (src, *vals) in enumerate(combos):
+        a = argparse.Namespace(**{**vars(args), **fixed, "formula": None, "model": None, "tracr": None})
+        setattr(a, kind, src)
+        for d, v in zip(varying, vals):
+            setattr(a, d, v)
+        label = "<embedded tomita4>" if src is None else str(src)
+        jobs.append(Job(index=i, args=a, label=label, grid=dict(zip(varying, vals)), name=job_name(kind, a)))
+    return jobs
+
+
+def is_batch(args: argparse.Namespace, n_jobs: int) -> bool:
+    """Whether a command line is a batch: several jobs, ``--resume``, Dask, or ``-o`` naming a
+    directory (an existing one, or a path ending in '/')."""
+    out = getattr(args, "output", None)
+    return (n_jobs > 1 or getattr(args, "resume", False) or args.workers is not None or args.scheduler is not None
+            or bool(out and (Path(out).is_dir() or out.endswith(("/", os.sep)))))
+
+
+def output_dir(path: str | None) -> Path | None:
+    """The batch's output directory (created when missing, its parent must exist)."""
+    if path is None:
+        return None
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ParameterError(f"{p}: is a file; a batch writes one certificate per job into a directory (-o DIR)")
+    if not p.exists():
+        if not p.parent.is_dir():
+            raise ParameterError(f"{p.parent}: no such directory")
+        p.mkdir()
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+# the jobs' work (module-level functions: Dask ships them to the workers by reference)
+
+
+def _failure(e: BaseException) -> dict:
+    if isinstance(e, NotSimulable):
+        return {"exit": 1, "error": f"not simulable: {e}"}
+    if isinstance(e, SofthardError):
+        return {"exit": getattr(e, "exit_code", EXIT_BAD_INPUT), "error": str(e)}
+    return {"exit": EXIT_INTERNAL, "error": f"internal error: {type(e).__name__}: {e}"}
+
+
+def certify_task(certify_one: Callable[[argparse.Namespace], dict], args: argparse.Namespace,
+                 resume_path: str | None, timeout_s: float, debug: bool = False) -> dict:
+    """One certify job: ``{"cert", "exit", "error", "resumed", "seconds"}``.  With
+    ``resume_path`` (an existing certificate), verify it by replay first and keep it when valid."""
+    t0 = time.perf_counter()
+    with mpmath.workdps(30):  # as the command line's driver
+        if resume_path is not None:
+            try:
+                cert = load_certificate(resume_path)
+                rep = verify_certificate(cert, timeout_s=timeout_s)
+            except SofthardError:
+                rep = None
+            if rep is not None and rep.ok:
+                return {"cert": cert, "exit": certified_exit(cert), "error": None, "resumed": True,
+                        "seconds": time.perf_counter() - t0}
+        try:
+            cert = certify_one(args)
+        except Exception as e:  # noqa: BLE001 — one job's failure is its row; the batch goes on
+            if debug and not isinstance(e, SofthardError):
+                raise
+            return {"cert": None, **_failure(e), "resumed": False, "seconds": time.perf_counter() - t0}
+    return {"cert": cert, "exit": certified_exit(cert), "error": None, "resumed": False,
+            "seconds": time.perf_counter() - t0}
+
+
+def verify_task(path: str, timeout_s: float, budget_s: float, debug: bool = False) -> dict:
+    """One verify job: ``{"report": VerifyReport JSON | None, "kind", "exit", "error", "seconds"}``."""
+    t0 = time.perf_counter()
+    with mpmath.workdps(30):
+        try:
+            cert = load_certificate(path)
+            rep = verify_certificate(cert, timeout_s=timeout_s, budget_s=budget_s)
+        except Exception as e:  # noqa: BLE001
+            if debug and not isinstance(e, SofthardError):
+                raise
+            return {"report": None, "kind": None, **_failure(e), "seconds": time.perf_counter() - t0}
+    err = None if rep.ok else f"{rep.problems[0][0]}: {rep.problems[0][1]}"
+    return {"report": rep.to_json(), "kind": cert.get("kind"), "exit": 0 if rep.ok else EXIT_BAD_INPUT,
+            "error": err, "seconds": time.perf_counter() - t0}
+
+
+# ---------------------------------------------------------------------------------------------
+# running a batch and its summary
+
+
+def _params_text(grid: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in grid.items())
+
+
+def _certified(cert: dict | None) -> str:
+    if not cert:
+        return "-"
+    v = cert.get("construction", {}).get("inv_tau_decimal")
+    return "-" if v is None else fmt(v, 8)
+
+
+def run_certify_batch(args: argparse.Namespace, jobs: list[Job],
+                      certify_one: Callable[[argparse.Namespace], dict]) -> int:
+    """Run ``jobs`` (``certify_one``: the single-input certify of a namespace), write each
+    certificate into ``-o DIR`` as it finishes, print the summary; returns the worst exit status."""
+    out = output_dir(args.output)
+    debug = bool(getattr(args, "debug", False))
+    tasks, rows = [], {}
+    for j in jobs:
+        j.args.output, j.args.json = None, True  # the batch writes; no per-job spinner
+        path = out / j.name if out else None
+        resume = None
+        if path is not None and path.exists():
+            if args.resume:
+                resume = str(path)
+            elif not args.force:
+                rows[j.index] = {"cert": None, "exit": EXIT_BAD_INPUT, "resumed": False, "seconds": 0.0,
+                                 "error": f"{path}: file exists; use --force to overwrite it or --resume to keep it"}
+                continue
+        tasks.append((j, partial(certify_task, certify_one, j.args, resume, args.timeout, debug)))
+
+    def finished(j: Job, r: dict) -> dict:
+        path = out / j.name if out else None
+        if path is not None and r["cert"] is not None and not r["resumed"]:
+            write_certificate(r["cert"], path, force=bool(args.force or args.resume))
+        row = _certify_row(j, r, path)
+        if args.json:
+            print(json.dumps(row), flush=True)
+        else:
+            stderr_console().print(f"[{len(rows) + 1}/{len(jobs)}] {j.label} {_params_text(j.grid)}: "
+                                   f"{row['status']} ({r['seconds']:.2f} s)", highlight=False, markup=False)
+        return row
+
+    for j in jobs:
+        if j.index in rows:
+            rows[j.index] = finished(j, rows[j.index])
+    return _run(args, jobs, tasks, rows, finished, _print_certify_table)
+
+
+def _run(args, jobs, tasks, rows, finished, table) -> int:
+    interrupted = False
+    try:
+        with Cluster(workers=args.workers, scheduler=args.scheduler) as cluster:
+            for j, r in run_jobs(cluster, tasks):
+                rows[j.index] = finished(j, r)
+    except KeyboardInterrupt:
+        interrupted = True
+    done = [rows[j.index] for j in jobs if j.index in rows]
+    worst = max((r["exit"] for r in done), default=0)
+    if args.json:
+        print(json.dumps({"summary": {"jobs": len(jobs), "finished": len(done), "interrupted": interrupted,
+                                      "exit": 130 if interrupted else worst}}))
+    else:
+        table(done)
+    if interrupted:
+        print(f"softhard: interrupted: {len(done)} of {len(jobs)} jobs finished (their certificates are kept; "
+              "rerun with --resume to skip them)", file=sys.stderr)
+        return 130
+    return worst
+
+
+def _certify_row(j: Job, r: dict, path: Path | None) -> dict:
+    cert = r["cert"]
+    if cert is None:
+        status = "error"
+    else:
+        status = cert["status"] + ("" if cert.get("numeric") is None or cert["numeric"]["ok"]
+                                   else ", numeric FAILED")
+    return {"job": j.index, "input": j.label, "params": {k: str(v) for k, v in j.grid.items()},
+            "kind": cert["kind"] if cert else None, "status": status, "exit": r["exit"],
+            "inv_tau": cert.get("construction", {}).get("inv_tau") if cert else None,
+            "inv_tau_decimal": _certified(cert) if cert else None, "seconds": round(r["seconds"], 3),
+            "resumed": r["resumed"], "certificate": str(path) if path is not None and cert is not None else None,
+            "error": r["error"]}
+
+
+def _print_certify_table(rows: list[dict]) -> None:
+    t = Table(show_header=True, header_style="bold", title="certify: one row per job",
+              caption="1/tau: the certified inverse temperature (construction.inv_tau); exit: the job's status "
+                      "(0 proved, 1 refuted/unknown/numeric failure, 2 bad input, 3 internal error)",
+              caption_justify="left")
+    for col in ("#", "input", "parameters", "status", "exit", "1/tau", "time s", "certificate / error"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        col = {0: "green", 1: "yellow"}.get(r["exit"], "red")
+        st = r["status"] + (" (resumed)" if r["resumed"] else "")
+        t.add_row(str(r["job"]), r["input"], " ".join(f"{k}={v}" for k, v in r["params"].items()),
+                  f"[{col}]{st}[/{col}]", str(r["exit"]), r["inv_tau_decimal"] or "-", f"{r['seconds']:.2f}",
+                  r["certificate"] or r["error"] or "-")
+    stdout_console().print(t)
+
+
+def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
+    """Verify every certificate in ``files``; print the summary; returns the worst exit status
+    (0 valid, 2 invalid or unreadable, 3 internal error)."""
+    debug = bool(getattr(args, "debug", False))
+    jobs = [Job(index=i, args=args, label=f) for i, f in enumerate(files)]
+    tasks = [(j, partial(verify_task, j.label, args.timeout, args.budget, debug)) for j in jobs]
+    rows: dict[int, dict] = {}
+
+    def finished(j: Job, r: dict) -> dict:
+        rep = r["report"]
+        row = {"job": j.index, "certificate": j.label, "kind": r["kind"], "valid": bool(rep and rep["valid"]),
+               "status": rep["status"] if rep else None, "exit": r["exit"], "seconds": round(r["seconds"], 3),
+               "problems": rep["problems"] if rep else None, "error": r["error"]}
+        if args.json:
+            print(json.dumps(row), flush=True)
+        else:
+            stderr_console().print(f"[{len(rows) + 1}/{len(jobs)}] {j.label}: "
+                                   f"{'valid' if row['valid'] else 'INVALID'} ({r['seconds']:.2f} s)",
+                                   highlight=False, markup=False)
+        return row
+
+    return _run(args, jobs, tasks, rows, finished, _print_verify_table)
+
+
+def _print_verify_table(rows: list[dict]) -> None:
+    t = Table(show_header=True, header_style="bold", title="verify: one row per certificate",
+              caption="status: what the certificate records (valid whatever it is); verdict: the replay's",
+              caption_justify="left")
+    for col in ("#", "certificate", "kind", "status", "verdict", "time s", "first problem"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        v = "[green]valid[/green]" if r["valid"] else "[red]INVALID[/red]"
+        t.add_row(str(r["job"]), r["certificate"], r["kind"] or "-", r["status"] or "-", v, f"{r['seconds']:.2f}",
+                  r["error"] or "-")
+    stdout_console().print(t)

@@ -1,0 +1,87 @@
+"""Where a batch's jobs and an exhaustive enumeration's tasks run: in this process, or on Dask.
+
+:class:`Cluster` is a context manager: ``Cluster()`` (no workers, no scheduler) runs every task
+here, in order; ``Cluster(workers=K)`` starts a local ``dask.distributed`` cluster of K worker
+processes (one thread each; ``K = 0``: the machine's cores); ``Cluster(scheduler="tcp://H:P")``
+connects to an existing one.  Dask is an optional extra (``pip install 'softhard[dask]'``),
+imported only when a cluster is asked for.
+
+The split of the work never depends on where it runs: the caller makes the tasks (a
+deterministic list) and merges their results in task order (:meth:`Cluster.map`), so a result
+computed on Dask is identical to the single-process one.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterable, Iterator, TypeVar
+
+from ..constructions.errors import ParameterError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Cluster:
+    """Runs tasks here (default) or on Dask (module docstring).  ``workers``: local worker
+    processes (0: ``os.cpu_count()``); ``scheduler``: ``tcp://HOST:PORT`` of an existing cluster;
+    ``processes=False``: a local cluster of threads in this process (tests: no process start).
+    Raises :class:`ParameterError` when Dask is asked for but not installed."""
+
+    def __init__(self, workers: int | None = None, scheduler: str | None = None, *, processes: bool = True):
+        self.workers, self.scheduler, self.processes = workers, scheduler, processes
+        self.client = None
+        self._cluster = None
+
+    @property
+    def distributed(self) -> bool:
+        return self.workers is not None or self.scheduler is not None
+
+    def __enter__(self) -> "Cluster":
+        if not self.distributed:
+            return self
+        try:
+            from dask.distributed import Client, LocalCluster  # optional extra: lazy
+        except ImportError:
+            raise ParameterError("--workers/--scheduler need Dask: pip install 'softhard[dask]'") from None
+        if self.scheduler is not None:
+            self.client = Client(self.scheduler)
+        else:
+            n = self.workers or os.cpu_count() or 1
+            self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=self.processes,
+                                         dashboard_address=None, host="127.0.0.1")
+            self.client = Client(self._cluster)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+        self.client = self._cluster = None
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """``[fn(x) for x in items]``, in order (on Dask: one task per item, gathered in order)."""
+        items = list(items)
+        if self.client is None:
+            return [fn(x) for x in items]
+        futures = self.client.map(fn, items, pure=False)
+        return self.client.gather(futures)
+
+
+def run_jobs(cluster: Cluster, jobs: list[tuple[T, Callable[[], R]]]) -> Iterator[tuple[T, R]]:
+    """Run each ``(key, thunk)``: yields ``(key, thunk())`` — here in order, on Dask as each one
+    finishes (so a batch writes every finished result at once)."""
+    if cluster.client is None:
+        for key, thunk in jobs:
+            yield key, thunk()
+        return
+    from dask.distributed import as_completed  # optional extra: lazy (imported by __enter__ already)
+
+    futures = {cluster.client.submit(thunk, pure=False): key for key, thunk in jobs}
+    try:
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()
+    finally:
+        for fut in futures:
+            fut.cancel()

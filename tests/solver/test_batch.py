@@ -1,0 +1,174 @@
+"""Batches of certify and verify (issue 18): many inputs and parameter grids in one process, a
+summary, exit status the worst job's, stable output names, --resume, interruption."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from softhard.solver.certjson import diff, load_certificate
+from softhard.solver.cli import main
+from softhard.solver.cli.handlers import certify as certify_handler
+from softhard.solver.replay import unchecked_fields
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+#: envelope fields that differ between any two runs (times, creation date, hashes over them)
+ENVELOPE = ("created", "times", "hashes", "tool")
+
+
+def _json_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def same_certificate(a: dict, b: dict) -> list:
+    """The differences between two certificates outside the measured fields and the envelope."""
+    return diff({k: v for k, v in a.items() if k not in ENVELOPE}, {k: v for k, v in b.items() if k not in ENVELOPE},
+                unchecked_fields(a["kind"]))
+
+
+@pytest.fixture
+def formulas(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "ya.ltl").write_text("alphabet: a b\nformula: Y a\n")
+    (d / "asb.ltl").write_text("alphabet: a b\nformula: a S b\n")
+    return d
+
+
+def test_grid_batch_certify_then_verify(formulas, tmp_path, capsys):
+    """2 files x regime U x eta {1/4, 1/8}: four jobs, each a certificate whose 1/tau is the
+    regime-U closed form ln(1/eta) (THEORY §4, computed here with math.log), written under a
+    stable name; the batch certificate equals the single-input command's; verify of the directory
+    accepts all four."""
+    out = tmp_path / "certs"
+    rc = main(["certify", str(formulas / "ya.ltl"), str(formulas / "asb.ltl"), "--regime", "U", "--eta", "1/4,1/8",
+               "--n-max", "1e2", "--find-tau", "--no-numeric", "-o", str(out), "--json"])
+    lines = _json_lines(capsys.readouterr().out)
+    assert rc == 0
+    rows, summary = lines[:-1], lines[-1]["summary"]
+    assert summary == {"jobs": 4, "finished": 4, "interrupted": False, "exit": 0}
+    assert [(Path(r["input"]).name, r["params"]["eta"]) for r in rows] == [
+        ("ya.ltl", "1/4"), ("ya.ltl", "1/8"), ("asb.ltl", "1/4"), ("asb.ltl", "1/8")]
+    names = sorted(p.name for p in out.iterdir())
+    assert len(names) == 4 and all(n.startswith(("ya.U.", "asb.U.")) and n.endswith(".json") for n in names)
+    for r in rows:
+        cert = load_certificate(r["certificate"])
+        eta = Fraction(r["params"]["eta"])
+        assert cert["status"] == "proved" and cert["range"]["n_max"] == 100 and cert["construction"]["regime"] == "U"
+        inv_tau = Fraction(cert["construction"]["inv_tau"])
+        closed = math.log(1 / eta)  # regime U: delta < e^{-1/tau} <= eta  <=>  1/tau >= ln(1/eta)
+        assert closed <= float(inv_tau) <= closed * (1 + 1e-6)
+        assert r["inv_tau"] == cert["construction"]["inv_tau"]
+    # the same job alone (the single-input path) gives the same certificate
+    single = tmp_path / "single.json"
+    assert main(["certify", str(formulas / "asb.ltl"), "--regime", "U", "--eta", "1/8", "--n-max", "100",
+                 "--find-tau", "--no-numeric", "-o", str(single)]) == 0
+    capsys.readouterr()
+    batch = load_certificate(rows[3]["certificate"])
+    assert same_certificate(batch, load_certificate(single)) == []
+    # the names are stable: the same job in another batch has the same name
+    out2 = tmp_path / "certs2"
+    assert main(["certify", str(formulas / "asb.ltl"), "--regime", "U", "--eta", "1/8", "--n-max", "100",
+                 "--find-tau", "--no-numeric", "-o", str(out2) + "/"]) == 0
+    assert [p.name for p in out2.iterdir()] == [Path(rows[3]["certificate"]).name]
+    capsys.readouterr()
+    # verify: the directory, one process, a summary table; exit 0
+    assert main(["verify", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.count("valid") >= 4 and "INVALID" not in text and all(n in text for n in names)
+
+
+def test_worst_exit_and_errors_are_rows(formulas, tmp_path, capsys):
+    """A missing input is its job's row (exit 2) and the other job still runs and is written; the
+    batch exits with the worst status."""
+    out = tmp_path / "o"
+    rc = main(["certify", str(formulas / "ya.ltl"), str(tmp_path / "missing.ltl"), "--regime", "U", "--n-max", "50",
+               "--tau", "1/10", "--no-numeric", "-o", str(out), "--json"])
+    rows = _json_lines(capsys.readouterr().out)
+    assert rc == 2 and rows[-1]["summary"]["exit"] == 2
+    assert rows[0]["exit"] == 0 and rows[0]["status"] == "proved"  # regime U: 1/tau = 10 >= ln 4
+    assert rows[1]["exit"] == 2 and "missing.ltl" in rows[1]["error"] and rows[1]["certificate"] is None
+    assert len(list(out.iterdir())) == 1
+
+
+def test_resume_skips_valid_and_redoes_edited(formulas, tmp_path, capsys):
+    out = tmp_path / "o"
+    argv = ["certify", str(formulas), "--regime", "T,U", "--n-max", "40", "--find-tau", "--no-numeric", "-o", str(out),
+            "--json"]
+    assert main(argv) == 0
+    first = _json_lines(capsys.readouterr().out)[:-1]
+    assert len(first) == 4  # the directory's two .ltl files x two regimes
+    # without --resume or --force an existing certificate is refused (exit 2) and kept
+    assert main(argv) == 2
+    assert all(r["exit"] == 2 and "--resume" in r["error"] for r in _json_lines(capsys.readouterr().out)[:-1])
+    # edit one certificate: --resume keeps the three valid ones and makes the edited one again
+    edited = Path(first[1]["certificate"])
+    doc = json.loads(edited.read_text())
+    doc["construction"]["inv_tau"] = "1"
+    edited.write_text(json.dumps(doc))
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    assert main(argv + ["--resume"]) == 0
+    rows = _json_lines(capsys.readouterr().out)[:-1]
+    assert [r["resumed"] for r in rows] == [True, False, True, True]
+    after = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    assert {n for n in after if after[n] != before[n]} == {edited.name}
+    assert load_certificate(edited)["construction"]["inv_tau"] == first[1]["inv_tau"]
+
+
+def test_interrupted_batch_keeps_finished_certificates(formulas, tmp_path, capsys, monkeypatch):
+    calls = []
+    real = certify_handler.CERTIFY["formula"]
+
+    def interrupting(args):
+        calls.append(args.formula)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real[0](args)
+
+    monkeypatch.setitem(certify_handler.CERTIFY, "formula", (interrupting, real[1]))
+    out = tmp_path / "o"
+    rc = main(["certify", str(formulas / "ya.ltl"), str(formulas / "asb.ltl"), "--regime", "U", "--n-max", "30",
+               "--find-tau", "--no-numeric", "-o", str(out)])
+    cap = capsys.readouterr()
+    assert rc == 130 and "interrupted: 1 of 2 jobs finished" in cap.err
+    written = list(out.iterdir())
+    assert [p.name.split(".")[0] for p in written] == ["ya"] and load_certificate(written[0])["status"] == "proved"
+
+
+def test_verify_batch_names_the_invalid_file(formulas, tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["certify", str(formulas), "--regime", "U", "--n-max", "20", "--tau", "1/2", "--no-numeric",
+                 "-o", str(out)]) == 0
+    capsys.readouterr()
+    files = sorted(out.iterdir())
+    doc = json.loads(files[0].read_text())
+    doc["range"]["n_max"] = 21
+    files[0].write_text(json.dumps(doc))
+    assert main(["verify", str(out / "*.json"), "--json"]) == 2  # a glob the shell did not expand
+    rows = _json_lines(capsys.readouterr().out)
+    assert [r["valid"] for r in rows[:-1]] == [False, True] and rows[-1]["summary"]["exit"] == 2
+    assert rows[0]["certificate"] == str(files[0]) and "21" in rows[0]["error"] and rows[1]["error"] is None
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["certify", "--model", str(EXAMPLES / "models" / "ab_subsequence.json"), "--regime", "T,U", "--epsilon", "1/4",
+      "--tau", "1/10"], "--regime has several values"),
+    (["certify", "Y a", "--regime", "T,X", "--tau", "1/10"], "invalid choice: 'X'"),
+    (["certify", "Y a", "--n-max", "1e3,", "--tau", "1/10"], "empty value"),
+    (["certify", "Y a", "--n-max", "2.5", "--tau", "1/10"], "--n-max"),
+    (["verify", "x.json", "--scheduler", "localhost:1"], "tcp://HOST:PORT"),
+    (["certify", str(EXAMPLES / "nothing-*.ltl"), "--tau", "1/10"], "no file matches"),
+])
+def test_batch_usage_errors_one_line(argv, needle, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and needle in err, err
+
+
+def test_n_max_in_decimal_notation_is_the_integer(capsys):
+    assert main(["certify", "Y a", "--regime", "U", "--n-max", "2e1", "--tau", "1/2", "--no-numeric", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["range"]["n_max"] == 20
