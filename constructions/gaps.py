@@ -27,122 +27,21 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 
 import numpy as np
 
 from .errors import ParameterError
 from .exact import ExactEngine, ExactRun, HeadRows
+from .gap_report import GapReport, HeadGap, OutputMargin, fd, fs
+from .gap_tasks import CHUNK, Task, all_tokens, count_words, exhaustive_tasks, map_tasks, task_tokens  # noqa: F401
 from .hard_model import ONE, POS, CanonHead, HardModel, MLPSpec, zeros
 from .parameters import DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS
 from .positional import PEFeature
 
 DENSE_CAP = 4096  # longest word the searched analysis evaluates (exact scores cost O(n^2) per head)
-CHUNK = 2048
-
-
-@dataclass
-class HeadGap:
-    """Gap of one head over the analysed inputs (exact).
-
-    * ``gap``: the gap the bound uses — AHA: min of ``s* − max_{j∉A} s_j``; UHA: 0 if some row has
-      a tied maximum, else the same; None if no row ever had a competitor;
-    * ``word``/``row``: an input and query row (1-based position) attaining ``gap``;
-    * ``ties_max``: the largest argmax set seen (AHA ties add the distortion term of THEORY §6);
-    * ``gap_untied`` (+ ``word_untied``/``row_untied``): the gap to the non-maximal positions
-      ignoring ties (what a UHA tie-break has to stay below).
-    """
-
-    name: str
-    layer: int
-    mask: str
-    rule: str
-    gap: Fraction | None = None
-    word: tuple[str, ...] | None = None
-    row: int = -1
-    ties_max: int = 0
-    gap_untied: Fraction | None = None
-    word_untied: tuple[str, ...] | None = None
-    row_untied: int = -1
-
-    def to_json(self) -> dict:
-        return {"head": self.name, "layer": self.layer, "mask": self.mask, "rule": self.rule,
-                "gap": _fs(self.gap), "gap_decimal": _fd(self.gap),
-                "attained_by": None if self.word is None else {"word": list(self.word), "row": self.row},
-                "ties_max": int(self.ties_max), "gap_untied": _fs(self.gap_untied),
-                "gap_untied_decimal": _fd(self.gap_untied)}
-
-
-@dataclass
-class OutputMargin:
-    """Smallest rounding margin of one output over the analysed inputs (exact; None for numerical)."""
-
-    name: str
-    type: str
-    margin: Fraction | None = None
-    word: tuple[str, ...] | None = None
-    row: int = -1
-
-    def to_json(self) -> dict:
-        return {"output": self.name, "type": self.type, "margin": _fs(self.margin), "margin_decimal": _fd(self.margin),
-                "attained_by": None if self.word is None else {"word": list(self.word), "row": self.row}}
-
-
-@dataclass
-class GapReport:
-    """Result of :func:`analyse_gaps`.
-
-    ``method``: "exhaustive" (every word of length 1..n_max: the minima are established) or
-    "searched" (the minima over the ``words`` inputs tried; not a proof); ``lengths``: the lengths
-    evaluated; ``heads``/``outputs``: per head / output; ``notes``: caveats.
-    """
-
-    method: str
-    n_max: int
-    alphabet_size: int
-    words: int
-    lengths: list[int]
-    heads: dict[str, HeadGap]
-    outputs: dict[str, OutputMargin]
-    seconds: float = 0.0
-    seed: int | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def exhaustive(self) -> bool:
-        return self.method == "exhaustive"
-
-    def zero_gap(self) -> list[HeadGap]:
-        """Heads with gap 0 on some analysed input: not simulable by softmax this way (THEORY §6)."""
-        return [h for h in self.heads.values() if h.gap is not None and h.gap <= 0]
-
-    @property
-    def simulable(self) -> bool:
-        return not self.zero_gap()
-
-    def to_json(self) -> dict:
-        return {"method": self.method, "n_max": self.n_max, "alphabet_size": self.alphabet_size,
-                "words": self.words, "lengths": self.lengths if len(self.lengths) <= 40 else
-                [self.lengths[0], "...", self.lengths[-1]],
-                "heads": [h.to_json() for h in self.heads.values()],
-                "outputs": [o.to_json() for o in self.outputs.values()],
-                "simulable": self.simulable, "seconds": round(self.seconds, 4), "seed": self.seed,
-                "notes": list(self.notes)}
-
-
-def _fs(x: Fraction | None) -> str | None:
-    if x is None:
-        return None
-    return f"{x.numerator}/{x.denominator}" if x.denominator != 1 else str(x.numerator)
-
-
-def _fd(x: Fraction | None) -> str | None:
-    if x is None:
-        return None
-    import mpmath
-    with mpmath.workdps(30):
-        return mpmath.nstr(mpmath.mpf(x.numerator) / x.denominator, 12)
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,6 +86,40 @@ class _Agg:
 
     def _word(self, ids) -> tuple[str, ...]:
         return tuple(self.hm.alphabet[int(t) - 1] for t in ids)
+
+    def absorb(self, part: "ExhaustivePart") -> None:
+        """Merge the minima of a later task: what :meth:`add` gives on the task's batches after
+        this one's (strictly smaller replaces, so the first attaining word in order is kept)."""
+        self.words += part.words
+        for name, o in part.heads.items():
+            hg = self.heads[name]
+            hg.ties_max = max(hg.ties_max, o.ties_max)
+            if o.gap_untied is not None and (hg.gap_untied is None or o.gap_untied < hg.gap_untied):
+                hg.gap_untied, hg.word_untied, hg.row_untied = o.gap_untied, o.word_untied, o.row_untied
+            if o.gap is not None and (hg.gap is None or o.gap < hg.gap):
+                hg.gap, hg.word, hg.row = o.gap, o.word, o.row
+        for name, o in part.outputs.items():
+            om = self.outputs[name]
+            if o.margin is not None and (om.margin is None or o.margin < om.margin):
+                om.margin, om.word, om.row = o.margin, o.word, o.row
+
+
+@dataclass
+class ExhaustivePart:
+    """The minima of one exhaustive task (:func:`exhaustive_part`): per head, per output, words."""
+
+    heads: dict[str, HeadGap]
+    outputs: dict[str, OutputMargin]
+    words: int
+
+
+def exhaustive_part(hm: HardModel, task: Task) -> ExhaustivePart:
+    """Exact minima over the words of one task of :func:`~softhard.constructions.gap_tasks.exhaustive_tasks`
+    (run anywhere: a Dask worker too); merged in task order by :func:`analyse_gaps`."""
+    eng, agg = ExactEngine(hm), _Agg(hm)
+    for tok in task_tokens(len(hm.alphabet), task):
+        agg.add(tok, eng.run(tok))
+    return ExhaustivePart(heads=agg.heads, outputs=agg.outputs, words=agg.words)
 
 
 def _min_gap(rows: HeadRows) -> tuple[Fraction | None, int, int]:
@@ -238,21 +171,6 @@ def _obj(a):
 # exhaustive and searched analysis
 
 
-def count_words(k: int, n_max: int) -> int:
-    """``Σ_{n=1}^{n_max} k^n``."""
-    return sum(k**n for n in range(1, n_max + 1))
-
-
-def all_tokens(k: int, n: int):
-    """Every word of length n over ``k`` symbols as token ids (1-based), in chunks of ≤ CHUNK rows."""
-    it = itertools.product(range(1, k + 1), repeat=n)
-    while True:
-        block = list(itertools.islice(it, CHUNK))
-        if not block:
-            return
-        yield np.array(block, dtype=np.int64).reshape(len(block), n)
-
-
 def analyse_gaps(hm: HardModel, n_max: int, *, exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
                  search_words: int = DEFAULT_SEARCH_WORDS, search_max_len: int = DEFAULT_SEARCH_MAX_LEN,
                  seed: int = 0, method: str = "auto", time_limit_s: float | None = None,
@@ -275,12 +193,9 @@ def analyse_gaps(hm: HardModel, n_max: int, *, exhaustive_limit: int = DEFAULT_E
     t0 = time.perf_counter()
     eng = ExactEngine(hm)
     agg = _Agg(hm)
-    if method == "exhaustive":
-        for n in range(1, n_max + 1):
-            if progress:
-                progress(f"exhaustive: length {n} ({k ** n} words)")
-            for tok in all_tokens(k, n):
-                agg.add(tok, eng.run(tok))
+    if method == "exhaustive":  # the deterministic split, here or on a cluster (gap_tasks.TASK_MAP)
+        for part in map_tasks(partial(exhaustive_part, hm), exhaustive_tasks(k, n_max), progress):
+            agg.absorb(part)
         rep = GapReport(method="exhaustive", n_max=n_max, alphabet_size=k, words=agg.words,
                         lengths=list(range(1, n_max + 1)), heads=agg.heads, outputs=agg.outputs)
     elif method == "searched":
@@ -455,8 +370,8 @@ class TieBreak:
     sign: int
 
     def to_json(self) -> dict:
-        return {"head": self.head, "beta": _fs(self.beta), "gap_before_untied": _fs(self.gap_untied),
-                "predicted_gap_after": _fs(self.predicted_gap), "predicted_gap_after_decimal": _fd(self.predicted_gap),
+        return {"head": self.head, "beta": fs(self.beta), "gap_before_untied": fs(self.gap_untied),
+                "predicted_gap_after": fs(self.predicted_gap), "predicted_gap_after_decimal": fd(self.predicted_gap),
                 "term": ("+" if self.sign > 0 else "-") + "beta*j/n"}
 
 

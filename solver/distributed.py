@@ -3,7 +3,8 @@
 :class:`Cluster` is a context manager: ``Cluster()`` (no workers, no scheduler) runs every task
 here, in order; ``Cluster(workers=K)`` starts a local ``dask.distributed`` cluster of K worker
 processes (one thread each; ``K = 0``: the machine's cores); ``Cluster(scheduler="tcp://H:P")``
-connects to an existing one.  Dask is an optional extra (``pip install 'softhard[dask]'``),
+connects to an existing one.  While a cluster is open, the exhaustive enumerations of this
+process are split onto it (:data:`softhard.constructions.gap_tasks.TASK_MAP`).  Dask is an optional extra (``pip install 'softhard[dask]'``),
 imported only when a cluster is asked for.
 
 The split of the work never depends on where it runs: the caller makes the tasks (a
@@ -17,6 +18,7 @@ import os
 from typing import Callable, Iterable, Iterator, TypeVar
 
 from ..constructions.errors import ParameterError
+from ..constructions.gap_tasks import TASK_MAP, TASK_WORKERS
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -32,6 +34,7 @@ class Cluster:
         self.workers, self.scheduler, self.processes = workers, scheduler, processes
         self.client = None
         self._cluster = None
+        self._tokens = ()
 
     @property
     def distributed(self) -> bool:
@@ -41,19 +44,36 @@ class Cluster:
         if not self.distributed:
             return self
         try:
-            from dask.distributed import Client, LocalCluster  # optional extra: lazy
+            import dask  # optional extra: lazy
+            from dask.distributed import Client, LocalCluster
         except ImportError:
             raise ParameterError("--workers/--scheduler need Dask: pip install 'softhard[dask]'") from None
+        # every solver call runs in a child process with a hard kill (solver.check): a worker
+        # process must be allowed children (workers of an existing cluster: start them with
+        # DASK_DISTRIBUTED__WORKER__DAEMON=False)
+        dask.config.set({"distributed.worker.daemon": False})
         if self.scheduler is not None:
             self.client = Client(self.scheduler)
         else:
             n = self.workers or os.cpu_count() or 1
             self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=self.processes,
-                                         dashboard_address=None, host="127.0.0.1")
+                                         dashboard_address=":0", protocol="tcp://", host="127.0.0.1")
             self.client = Client(self._cluster)
+        # exhaustive enumerations run in this process (a one-job batch) go to the cluster too
+        self._tokens = (TASK_MAP.set(self.map), TASK_WORKERS.set(self.n_workers()))
         return self
 
+    def n_workers(self) -> int:
+        """The cluster's workers (1 without a cluster)."""
+        if self.client is None:
+            return 1
+        return max(1, len(self.client.scheduler_info().get("workers", {})))
+
     def __exit__(self, *exc) -> None:
+        if self._tokens:
+            TASK_MAP.reset(self._tokens[0])
+            TASK_WORKERS.reset(self._tokens[1])
+            self._tokens = ()
         if self.client is not None:
             self.client.close()
         if self._cluster is not None:
@@ -71,8 +91,9 @@ class Cluster:
 
 def run_jobs(cluster: Cluster, jobs: list[tuple[T, Callable[[], R]]]) -> Iterator[tuple[T, R]]:
     """Run each ``(key, thunk)``: yields ``(key, thunk())`` — here in order, on Dask as each one
-    finishes (so a batch writes every finished result at once)."""
-    if cluster.client is None:
+    finishes (so a batch writes every finished result at once).  One job runs here even with a
+    cluster: its exhaustive enumerations go to the cluster instead (``gap_tasks.TASK_MAP``)."""
+    if cluster.client is None or len(jobs) == 1:
         for key, thunk in jobs:
             yield key, thunk()
         return

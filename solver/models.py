@@ -53,6 +53,7 @@ from ..bounds.params import Params
 from ..bounds.derive import NodeBound
 from ..constructions.errors import CertificateError, NotSimulable, ParameterError, RepresentationError
 from ..constructions.exact import ExactEngine
+from ..constructions.gap_tasks import TASK_WORKERS
 from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS, GapReport,
                                   HeadGap, OutputMargin, TieBreak, analyse_gaps, count_words, plan_tie_breaks,
                                   read_rows, same_hard_outputs, tie_break)
@@ -68,6 +69,12 @@ from .replay import Kind, VerifyReport
 
 #: most words an exhaustive premise may cover for ``verify`` to re-run the enumeration
 VERIFY_EXHAUSTIVE_LIMIT = 1_000_000
+
+
+def verify_exhaustive_limit() -> int:
+    """The most words verify re-enumerates here: :data:`VERIFY_EXHAUSTIVE_LIMIT` per worker of the
+    open Dask cluster (``--workers``/``--scheduler``; 1 without one: gap_tasks.TASK_WORKERS)."""
+    return VERIFY_EXHAUSTIVE_LIMIT * TASK_WORKERS.get()
 SOURCE = "THEORY §2 (gap lemma), §6 (composition along the model graph, per coordinate)"
 
 
@@ -488,13 +495,14 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, tuple[Construction, Mode
     opts = dict(cert["analysis"]["options"])
     method = opts.pop("method")
     total = count_words(len(spec.alphabet), n_max)
-    if method == "exhaustive" and total > VERIFY_EXHAUSTIVE_LIMIT:
+    limit = verify_exhaustive_limit()
+    if method == "exhaustive" and total > limit:
         raise CertificateError(f"premises: the exhaustive premise covers {total} words, more than verify re-runs "
-                               f"({VERIFY_EXHAUSTIVE_LIMIT}); it cannot be re-established here, so the certificate "
-                               "is not verified", path="premises")
-    if method == "searched" and VERIFY_EXHAUSTIVE_LIMIT < total <= opts.get("exhaustive_limit", 0):
+                               f"({limit}; {VERIFY_EXHAUSTIVE_LIMIT} per Dask worker, 'verify --workers K'); it "
+                               "cannot be re-established here, so the certificate is not verified", path="premises")
+    if method == "searched" and limit < total <= opts.get("exhaustive_limit", 0):
         raise CertificateError(f"analysis.options.exhaustive_limit: a tie-break's hard outputs were compared on all "
-                               f"{total} words, more than verify re-runs ({VERIFY_EXHAUSTIVE_LIMIT})",
+                               f"{total} words, more than verify re-runs ({limit})",
                                path="analysis.options.exhaustive_limit")
     # tie-break "auto": a certificate made with "off" has no UHA tie (a tie is gap 0: not
     # simulable), so "auto" plans no tie-break for it either

@@ -25,7 +25,7 @@ from ....constructions.parse import load_spec, parse_spec
 from ....constructions.tracr_load import load_tracr
 from ...certificate import certify
 from ...certjson import check_output_path, write_certificate
-from ...models import VERIFY_EXHAUSTIVE_LIMIT, build_model_construction, certify_model
+from ...models import build_model_construction, certify_model, verify_exhaustive_limit
 from ...tracr import certify_tracr
 from ..options import EXIT_FAIL
 from .batch import certify_jobs, is_batch, run_certify_batch
@@ -105,9 +105,10 @@ def certify_model_file(args) -> dict:
     Raises :class:`NotSimulable` when a head has gap 0."""
     if args.epsilon is None:
         raise ParameterError("certify --model needs --epsilon E (the target output error, exact, e.g. 1/4)")
-    if args.exhaustive_limit > VERIFY_EXHAUSTIVE_LIMIT:
-        raise ParameterError(f"--exhaustive-limit {args.exhaustive_limit} exceeds {VERIFY_EXHAUSTIVE_LIMIT}, the most "
-                             "words 'softhard verify' re-enumerates: such a certificate could not be verified")
+    if args.exhaustive_limit > verify_exhaustive_limit():  # x workers on a Dask cluster (--workers K)
+        raise ParameterError(f"--exhaustive-limit {args.exhaustive_limit} exceeds {verify_exhaustive_limit()}, the most "
+                             "words 'softhard verify' re-enumerates (with the same --workers): such a certificate "
+                             "could not be verified")
     _check_range(args)
     if args.output:  # fail before the work if the output cannot be written
         check_output_path(args.output, force=args.force)

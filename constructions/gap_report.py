@@ -1,0 +1,115 @@
+"""The results of a gap analysis (:mod:`softhard.constructions.gaps`): per head the minimum score
+gap, per output the rounding margin, and the report that holds them (THEORY §2, §6).  Plain data
+with exact values (``Fraction``) and their JSON; a lower module so that the analysis and the
+split of its exhaustive enumeration (:mod:`softhard.constructions.gap_tasks`) share it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import mpmath
+
+
+@dataclass
+class HeadGap:
+    """Gap of one head over the analysed inputs (exact).
+
+    * ``gap``: the gap the bound uses — AHA: min of ``s* − max_{j∉A} s_j``; UHA: 0 if some row has
+      a tied maximum, else the same; None if no row ever had a competitor;
+    * ``word``/``row``: an input and query row (1-based position) attaining ``gap``;
+    * ``ties_max``: the largest argmax set seen (AHA ties add the distortion term of THEORY §6);
+    * ``gap_untied`` (+ ``word_untied``/``row_untied``): the gap to the non-maximal positions
+      ignoring ties (what a UHA tie-break has to stay below).
+    """
+
+    name: str
+    layer: int
+    mask: str
+    rule: str
+    gap: Fraction | None = None
+    word: tuple[str, ...] | None = None
+    row: int = -1
+    ties_max: int = 0
+    gap_untied: Fraction | None = None
+    word_untied: tuple[str, ...] | None = None
+    row_untied: int = -1
+
+    def to_json(self) -> dict:
+        return {"head": self.name, "layer": self.layer, "mask": self.mask, "rule": self.rule,
+                "gap": fs(self.gap), "gap_decimal": fd(self.gap),
+                "attained_by": None if self.word is None else {"word": list(self.word), "row": self.row},
+                "ties_max": int(self.ties_max), "gap_untied": fs(self.gap_untied),
+                "gap_untied_decimal": fd(self.gap_untied)}
+
+
+@dataclass
+class OutputMargin:
+    """Smallest rounding margin of one output over the analysed inputs (exact; None for numerical)."""
+
+    name: str
+    type: str
+    margin: Fraction | None = None
+    word: tuple[str, ...] | None = None
+    row: int = -1
+
+    def to_json(self) -> dict:
+        return {"output": self.name, "type": self.type, "margin": fs(self.margin), "margin_decimal": fd(self.margin),
+                "attained_by": None if self.word is None else {"word": list(self.word), "row": self.row}}
+
+
+@dataclass
+class GapReport:
+    """Result of :func:`analyse_gaps`.
+
+    ``method``: "exhaustive" (every word of length 1..n_max: the minima are established) or
+    "searched" (the minima over the ``words`` inputs tried; not a proof); ``lengths``: the lengths
+    evaluated; ``heads``/``outputs``: per head / output; ``notes``: caveats.
+    """
+
+    method: str
+    n_max: int
+    alphabet_size: int
+    words: int
+    lengths: list[int]
+    heads: dict[str, HeadGap]
+    outputs: dict[str, OutputMargin]
+    seconds: float = 0.0
+    seed: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exhaustive(self) -> bool:
+        return self.method == "exhaustive"
+
+    def zero_gap(self) -> list[HeadGap]:
+        """Heads with gap 0 on some analysed input: not simulable by softmax this way (THEORY §6)."""
+        return [h for h in self.heads.values() if h.gap is not None and h.gap <= 0]
+
+    @property
+    def simulable(self) -> bool:
+        return not self.zero_gap()
+
+    def to_json(self) -> dict:
+        return {"method": self.method, "n_max": self.n_max, "alphabet_size": self.alphabet_size,
+                "words": self.words, "lengths": self.lengths if len(self.lengths) <= 40 else
+                [self.lengths[0], "...", self.lengths[-1]],
+                "heads": [h.to_json() for h in self.heads.values()],
+                "outputs": [o.to_json() for o in self.outputs.values()],
+                "simulable": self.simulable, "seconds": round(self.seconds, 4), "seed": self.seed,
+                "notes": list(self.notes)}
+
+
+def fs(x: Fraction | None) -> str | None:
+    """``x`` as exact text (``"p/q"`` or ``"p"``), None for None."""
+    if x is None:
+        return None
+    return f"{x.numerator}/{x.denominator}" if x.denominator != 1 else str(x.numerator)
+
+
+def fd(x: Fraction | None) -> str | None:
+    """``x`` as a 12-digit decimal, None for None."""
+    if x is None:
+        return None
+    with mpmath.workdps(30):
+        return mpmath.nstr(mpmath.mpf(x.numerator) / x.denominator, 12)
