@@ -26,7 +26,7 @@ import numpy as np
 #: rows per block of exact evaluation
 CHUNK = 2048
 #: blocks per task (a task is at most TASK_CHUNKS * CHUNK words)
-TASK_CHUNKS = 16
+TASK_CHUNKS = 4
 
 #: a task: every word of length ``n`` with index in [start, stop) (product order, 0-based)
 Task = tuple[int, int, int]
