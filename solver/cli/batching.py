@@ -23,9 +23,12 @@ def add_batch_options(p: argparse.ArgumentParser, *, resume: bool) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--workers", type=positive_int("--workers"), nargs="?", const=0, default=None, metavar="K",
                    help="run the batch's jobs on a local Dask cluster of K worker processes (default: the "
-                        "machine's cores; needs the [dask] extra); results are identical to the single-process run")
+                        "machine's cores; needs the [dask] extra); one job runs here and splits its exhaustive "
+                        "enumeration (gap premises of --model) onto the cluster. Results are identical to the "
+                        "single-process run")
     g.add_argument("--scheduler", type=scheduler_option, default=None, metavar="tcp://HOST:PORT",
-                   help="run the batch's jobs on an existing Dask cluster (needs the [dask] extra)")
+                   help="as --workers, on an existing Dask cluster (needs the [dask] extra; start its workers with "
+                        "DASK_DISTRIBUTED__WORKER__DAEMON=False: solver calls run in child processes)")
     if resume:
         p.add_argument("--resume", action="store_true",
                        help="with -o DIR: skip a job whose certificate is already in DIR and verifies by replay "
