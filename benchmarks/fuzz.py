@@ -58,6 +58,7 @@ def main_(argv=None) -> int:
     ap.add_argument("--inputs", type=int, default=100_000, help="number of command lines (default 10^5)")
     ap.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
     ap.add_argument("--deadline", type=float, default=120.0, help="per-call wall-clock deadline, s (default 120)")
+    ap.add_argument("--report-slow", type=float, default=10.0, help="print each input slower than this, s")
     ap.add_argument("--every", type=int, default=1000, help="a progress line every this many inputs")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "fuzz.json"), help="where to write the record")
     args = ap.parse_args(argv)
@@ -83,6 +84,8 @@ def main_(argv=None) -> int:
             tracebacks += "traceback" in o.problem or o.problem.startswith("escaped")
             if len(failures) < 200:
                 failures.append({"argv": argv, "exit": o.code, "problem": o.problem[-2000:], "stderr": o.err[-1000:]})
+        if o.seconds > args.report_slow:
+            print(f"slow: {o.seconds:.1f} s, exit {o.code}: {argv!r}", file=sys.stderr, flush=True)
         slowest.append((o.seconds, argv, o.code))
         slowest.sort(key=lambda t: -t[0])
         del slowest[10:]

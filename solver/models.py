@@ -54,10 +54,11 @@ from ..bounds.derive import NodeBound
 from ..constructions.errors import CertificateError, NotSimulable, ParameterError, RepresentationError
 from ..constructions.exact import ExactEngine
 from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS, GapReport,
-                                  HeadGap, OutputMargin, TieBreak, analyse_gaps, count_words, plan_tie_breaks,
-                                  read_rows, same_hard_outputs, tie_break)
+                                  HeadGap, OutputMargin, TieBreak, analyse_gaps, plan_tie_breaks, read_rows,
+                                  same_hard_outputs, tie_break)
 from ..constructions.hard_model import HardModel, ModelSpec
 from ..constructions.modelfile import doc_sha256, model_from_doc
+from ..constructions.words import count_words, word_count_text
 from ..constructions.parameters import to_fraction
 from . import certificate
 from .check import ProofCache
@@ -146,7 +147,7 @@ def resolved_method(method: str, k: int, n_max: int, exhaustive_limit: int) -> s
     """The analysis a ``method`` option runs on ``k`` symbols up to ``n_max``: ``auto`` is
     exhaustive when there are at most ``exhaustive_limit`` words."""
     if method == "auto":
-        return "exhaustive" if count_words(k, n_max) <= exhaustive_limit else "searched"
+        return "exhaustive" if count_words(k, n_max, cap=exhaustive_limit) <= exhaustive_limit else "searched"
     if method not in ("exhaustive", "searched"):
         raise ParameterError(f"method must be auto, exhaustive or searched, got {method!r}")
     return method
@@ -172,6 +173,7 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
         epsilon = check_epsilon(epsilon)
     if n_max < 1:
         raise ParameterError(f"--n-max must be >= 1, got {n_max}")
+    count_words(len(spec.alphabet), n_max)  # the certificate's total_words: refuse beyond its limit first
     if tie_break_mode not in ("auto", "off"):
         raise ParameterError(f"tie-break mode must be auto or off, got {tie_break_mode!r}")
     hm0 = spec.canonical()
@@ -197,7 +199,7 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
         witness = [w for h in rep0.heads.values() for w in (h.word, h.word_untied) if w is not None]
         limit = count_words(len(hm.alphabet), n_max) if method == "exhaustive" else exhaustive_limit
         ok, bad, cnt = same_hard_outputs(hm0, hm, n_max, limit=limit, words=witness)
-        same = {"same": ok, "words_compared": cnt, "exhaustive": count_words(len(hm.alphabet), n_max) <= limit,
+        same = {"same": ok, "words_compared": cnt, "exhaustive": count_words(len(hm.alphabet), n_max, cap=limit) <= limit,
                 "first_difference": None if bad is None else list(bad)}
         if not ok:
             raise NotSimulable(f"the tie-broken model's hard outputs differ from the original's on {''.join(bad)!r}; "
@@ -487,14 +489,14 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, tuple[Construction, Mode
                                f"the length {n_max} the gap premises were established for (source.n_max)", path=where)
     opts = dict(cert["analysis"]["options"])
     method = opts.pop("method")
-    total = count_words(len(spec.alphabet), n_max)
+    total = count_words(len(spec.alphabet), n_max, cap=max(VERIFY_EXHAUSTIVE_LIMIT, opts.get("exhaustive_limit", 0)))
     if method == "exhaustive" and total > VERIFY_EXHAUSTIVE_LIMIT:
-        raise CertificateError(f"premises: the exhaustive premise covers {total} words, more than verify re-runs "
+        raise CertificateError(f"premises: the exhaustive premise covers {word_count_text(len(spec.alphabet), n_max)} words, more than verify re-runs "
                                f"({VERIFY_EXHAUSTIVE_LIMIT}); it cannot be re-established here, so the certificate "
                                "is not verified", path="premises")
     if method == "searched" and VERIFY_EXHAUSTIVE_LIMIT < total <= opts.get("exhaustive_limit", 0):
         raise CertificateError(f"analysis.options.exhaustive_limit: a tie-break's hard outputs were compared on all "
-                               f"{total} words, more than verify re-runs ({VERIFY_EXHAUSTIVE_LIMIT})",
+                               f"{word_count_text(len(spec.alphabet), n_max)} words, more than verify re-runs ({VERIFY_EXHAUSTIVE_LIMIT})",
                                path="analysis.options.exhaustive_limit")
     # tie-break "auto": a certificate made with "off" has no UHA tie (a tie is gap 0: not
     # simulable), so "auto" plans no tie-break for it either
