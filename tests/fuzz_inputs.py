@@ -21,6 +21,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import tempfile
 import time
@@ -296,6 +297,12 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
 
 
+def message_lines(err: str) -> list[str]:
+    """The lines of ``err`` that are not progress lines (``softhard: [12 s] step``, printed off a
+    terminal by runs longer than about 2 s)."""
+    return [ln for ln in err.strip().splitlines() if not re.match(r"softhard: \[\d+ s\] ", ln)]
+
+
 def _reject_constant(name):
     raise ValueError(f"not strict JSON: {name}")
 
@@ -339,8 +346,8 @@ def run_cli(argv: list[str], *, deadline_s: float | None = None) -> Outcome:
             problem = "a traceback was printed"
         elif code not in (0, 1, 2):
             problem = f"exit status {code}: {o.err.strip()[-500:]}"
-        elif code == 2 and len(o.err.strip().splitlines()) != 1:
-            problem = f"bad input reported in {len(o.err.strip().splitlines())} lines: {o.err[-500:]!r}"
+        elif code == 2 and len(message_lines(o.err)) != 1:
+            problem = f"bad input reported in {len(message_lines(o.err))} lines: {o.err[-500:]!r}"
         elif "--json" in argv and "--help" not in argv and "-h" not in argv and o.out.strip():
             try:
                 json.loads(o.out, parse_constant=_reject_constant)

@@ -29,7 +29,7 @@ from ...models import VERIFY_EXHAUSTIVE_LIMIT, build_model_construction, certify
 from ...tracr import certify_tracr
 from ..options import EXIT_FAIL
 from .certificates import print_formula_certificate, print_model_certificate, print_tracr_certificate
-from .console import certified_exit, stderr_console
+from .console import certified_exit, progress
 from .formula import eps_ln_option, formula_construction
 
 #: certified when ``softhard certify`` is given no source (Tomita 4: binary words without 000)
@@ -64,12 +64,6 @@ def source_kind(args) -> str:
     return "formula"
 
 
-def _status(args, text: str):
-    """The progress spinner on stderr, and the callback that updates it (silent with ``--json``)."""
-    st = stderr_console().status(text, spinner="dots")
-    return st, ((lambda s: st.update(s)) if not args.json else (lambda s: None))
-
-
 def _check_range(args) -> None:
     if args.tau is None and not args.find_tau:
         raise ParameterError("give exactly one of --tau T and --find-tau")
@@ -92,8 +86,7 @@ def certify_formula(args) -> dict:
     tune = ("eps_ln",) if args.find_tau and eps_ln_option(args) is None and c.params.eps_ln is not None else ()
     if args.output:  # fail before the work if the output cannot be written
         check_output_path(args.output, force=args.force)
-    st, say = _status(args, "certifying")
-    with st:
+    with progress("certifying") as say:
         return certify(c, n_max=args.n_max, n_lo=args.n_min, tau=args.tau, find_tau=args.find_tau,
                        all_n=False if args.range_only else None, timeout_s=args.timeout, numeric=not args.no_numeric,
                        progress=say, tune=tune)
@@ -111,8 +104,7 @@ def certify_model_file(args) -> dict:
     if args.output:  # fail before the work if the output cannot be written
         check_output_path(args.output, force=args.force)
     spec = load_model(args.model)
-    st, say = _status(args, "analysing gaps")
-    with st:
+    with progress("analysing gaps") as say:
         c, an = build_model_construction(spec, n_max=args.n_max, epsilon=args.epsilon,
                                          tie_break_mode=args.tie_break, exhaustive_limit=args.exhaustive_limit,
                                          search_words=args.search_words, search_max_len=args.search_max_len,
@@ -137,8 +129,7 @@ def certify_tracr_export(args) -> dict:
     tm = load_tracr(args.tracr)
     if args.n is not None and args.n < 1:
         raise ParameterError(f"--n must be >= 1, got {args.n}")
-    st, say = _status(args, "analysing")
-    with st:
+    with progress("analysing") as say:
         return certify_tracr(tm, epsilon=eps, n_target=args.n, timeout_s=args.timeout, numeric=not args.no_numeric,
                              progress=say)
 

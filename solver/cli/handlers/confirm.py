@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 
-from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from ....bounds.confirm import confirm
 from ....constructions.counting import adversarial_layernorm_words
 from ....constructions.simulate import adversarial_words, all_words, random_words
 from ..options import EXIT_FAIL, EXIT_OK
-from .console import fmt, numeric_verdict, stdout_console
+from .console import fmt, numeric_verdict, progress, stdout_console
 from .formula import formula_construction
 
 
@@ -44,10 +42,9 @@ def handle(args) -> int:
     fams = {"exhaustive": exh, "random": random_words(alph, args.random, args.n_max, seed=args.seed),
             "adversarial": adv}
     fams = {k: v for k, v in fams.items() if v}
-    with Progress(console=Console(stderr=True), transient=True, disable=args.json) as prog:  # stdout stays clean
-        task = prog.add_task("confirming", total=len(fams) + 1)
+    with progress("confirming") as say:  # stderr: stdout stays clean
         conf = confirm(m, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta, key_pattern_ns=adv_ns,
-                       progress=lambda name: prog.update(task, advance=1, description=f"family {name}"))
+                       progress=lambda name: say(f"confirming: family {name}"))
     summ = conf.summary()
     lengths = sorted({ch.n for ch in conf.checks})
     temps = {str(k): float(inv_tau(k)) for k in lengths}

@@ -9,12 +9,14 @@ import sys
 
 from ...certjson import load_certificate
 from ...kinds import verify_certificate
+from .console import progress
 
 
 def handle(args) -> int:
     """Verify the certificate file by replay; exit 0 only when it is valid."""
     cert = load_certificate(args.file)
-    rep = verify_certificate(cert, timeout_s=args.timeout, budget_s=args.budget)
+    with progress(f"verifying {args.file} by replay"):
+        rep = verify_certificate(cert, timeout_s=args.timeout, budget_s=args.budget)
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))
     elif rep.ok:
