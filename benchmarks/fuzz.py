@@ -66,6 +66,7 @@ def main_(argv=None) -> int:
     certs = base_certificates()
     exits: Counter = Counter()
     commands: Counter = Counter()
+    seconds: Counter = Counter()
     failures: list[dict] = []
     slowest: list[tuple[float, list[str], int | None]] = []
     tracebacks = 0
@@ -80,6 +81,7 @@ def main_(argv=None) -> int:
         n = sum(exits.values()) + 1
         exits[str(o.code)] += 1
         commands[argv[0] if argv else "<none>"] += 1
+        seconds[argv[0] if argv else "<none>"] += o.seconds
         if o.problem:
             tracebacks += "traceback" in o.problem or o.problem.startswith("escaped")
             if len(failures) < 200:
@@ -98,6 +100,7 @@ def main_(argv=None) -> int:
         "command": "python benchmarks/fuzz.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "inputs": sum(exits.values()), "exits": dict(sorted(exits.items())), "tracebacks": tracebacks,
         "failures": len(failures), "failing_inputs": failures, "commands": dict(commands),
+        "seconds_by_command": {k: round(v, 1) for k, v in seconds.items()},
         "slowest": [{"seconds": round(s, 3), "argv": a, "exit": c} for s, a, c in slowest],
         "wall_s": round(time.perf_counter() - t0, 1), "cpu_s": round(time.process_time() - c0, 1),
         "load_avg_at_end": os.getloadavg()[0], "python": sys.version.split()[0],

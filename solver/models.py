@@ -135,7 +135,8 @@ def epsilon_from_margin(rep: GapReport) -> Fraction:
     margin is 0 (a hard output exactly at its threshold)."""
     ms = [o.margin for o in rep.outputs.values() if o.margin is not None]
     if not ms:
-        raise ParameterError("--epsilon margin needs a boolean or categorical output")
+        raise ParameterError("--epsilon margin (the default) needs a boolean or categorical output; give --epsilon E, "
+                             "the target output error (exact, e.g. 1/4)")
     m = min(ms)
     if m <= 0:
         raise ParameterError("--epsilon margin: some hard output sits exactly at its threshold (margin 0)")

@@ -25,7 +25,8 @@ def add_arguments(p) -> None:
     p.add_argument("--n-min", type=positive_int("--n-min"), default=1, help="smallest word length (default 1)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--tau", type=tau_option, default=None, help="the temperature to certify, exact (e.g. 1/5000)")
-    g.add_argument("--find-tau", action="store_true", help="find and certify the largest tau (smallest 1/tau)")
+    g.add_argument("--find-tau", action="store_true",
+                   help="find and certify the largest tau (smallest 1/tau); the default when --tau is not given")
     p.add_argument("-o", "--output", default=None, help="write the certificate to this file (atomically)")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     add_timeout_option(p)
@@ -36,8 +37,9 @@ def add_arguments(p) -> None:
     p.add_argument("--model", default=None, metavar="FILE",
                    help="certify a hard-attention model file (THEORY §6) instead of a formula")
     p.add_argument("--epsilon", default=None,
-                   help="with --model: the target output error, exact (e.g. 1/4), or 'margin' (just below the "
-                        "smallest rounding margin of the boolean/categorical outputs, so rounded outputs are equal)")
+                   help="with --model or --tracr: the target output error, exact (e.g. 1/4), or 'margin' (just "
+                        "below the smallest rounding margin of the boolean/categorical outputs, so rounded outputs "
+                        "are equal). Default: margin, for both")
     add_gap_options(p)
     # Tracr exports (docs/tracr.md)
     p.add_argument("--tracr", default=None, metavar="MODEL",

@@ -65,8 +65,9 @@ def source_kind(args) -> str:
 
 
 def _check_range(args) -> None:
-    if args.tau is None and not args.find_tau:
-        raise ParameterError("give exactly one of --tau T and --find-tau")
+    """The length range; without --tau, --find-tau (the default: the largest certifiable tau)."""
+    if args.tau is None:
+        args.find_tau = True
     if args.n_min > args.n_max:
         raise ParameterError(f"--n-min {args.n_min} exceeds --n-max {args.n_max}")
 
@@ -95,8 +96,8 @@ def certify_formula(args) -> dict:
 def certify_model_file(args) -> dict:
     """A model file's certificate (THEORY §6; docs/models.md): gap premises, composed bounds, τ.
     Raises :class:`NotSimulable` when a head has gap 0."""
-    if args.epsilon is None:
-        raise ParameterError("certify --model needs --epsilon E (the target output error, exact, e.g. 1/4)")
+    if args.epsilon is None:  # the default of --model and --tracr alike
+        args.epsilon = "margin"
     if args.exhaustive_limit > VERIFY_EXHAUSTIVE_LIMIT:
         raise ParameterError(f"--exhaustive-limit {args.exhaustive_limit} exceeds {VERIFY_EXHAUSTIVE_LIMIT}, the most "
                              "words 'softhard verify' re-enumerates: such a certificate could not be verified")
