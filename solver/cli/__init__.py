@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import io
 import json
+import os
 import sys
 from importlib import import_module
 from types import ModuleType
@@ -74,6 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
     return build_parsers()[0]
 
 
+#: exit status when stdout is closed early (``| head``): 128 + SIGPIPE, as a shell tool
+EXIT_BROKEN_PIPE = 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # not a real file (in-process capture)
+        pass
+
+
 def main(argv=None) -> int:
     """Run one ``softhard`` command line (default ``sys.argv[1:]``); returns the exit status."""
     ap, parsers = build_parsers()
@@ -98,6 +113,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("softhard: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # stdout closed early (`softhard ... | head`): stop quietly, like a tool killed by SIGPIPE
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as e:  # noqa: BLE001 — a bug in softhard, not bad input: one line, exit 3
         if args.debug:
             raise

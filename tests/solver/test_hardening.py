@@ -66,3 +66,73 @@ def test_model_epsilon_defaults_to_margin_like_tracr(capsys):
     explicit = json.loads(capsys.readouterr().out)
     assert default["construction"]["params"] == explicit["construction"]["params"]
     assert default["status"] == "proved"
+
+
+def test_a_file_name_that_is_not_a_file_says_so(tmp_path, monkeypatch, capsys):
+    """``certify tomita9`` (no such file, no .ltl) was parsed as a formula ("'tomita9' is not a
+    symbol"); a bare name whose .ltl exists is that file."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["certify", "tomita9"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no file 'tomita9' or 'tomita9.ltl'" in err and "quote" in err
+    (tmp_path / "mine.ltl").write_text("alphabet: a b\nformula: a S b\n")
+    assert main(["bound", "mine", "--n-max", "10", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["formula"] == "a S b"
+    assert main(["run", "Ya", "ab"]) == 2  # short: still the formula's own hint
+    assert "'Ya' is not a symbol" in capsys.readouterr().err
+
+
+def _premise(argv, capsys):
+    assert main(argv + ["--no-numeric", "--json"]) == 0
+    cert = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
+    return cert, cert["precision"]["float64_premise"]
+
+
+def test_float64_premise_in_the_certificate_and_replayed(tmp_path, capsys):
+    """Issue 15: at 1/tau = 1e300 the float64 rounding allowance overflowed to inf and the
+    certificate had inf/NaN (an internal error, exit 3); beyond the lengths float64 separates the
+    certificate said "proved" with no word on float64.  The precision section now states the
+    float64 premise (re-derived by replay); the exact status is unchanged."""
+    from math import ceil
+
+    from softhard.solver.kinds import verify_certificate
+    cert, prem = _premise(["certify", "H !c", "--n-max", "8", "--tau", "1e-300"], capsys)
+    assert cert["status"] == "proved" and prem["status"] == "fails" and "1/tau = 1e+300" in prem["reasons"][0]
+    assert cert["precision"]["float64_at_n_max"]["rounding_allowance_rel"] is None
+    assert verify_certificate(cert).ok
+    edited = json.loads(json.dumps(cert))
+    edited["precision"]["float64_premise"]["status"] = "holds"
+    rep = verify_certificate(edited)
+    assert not rep.ok and any(p.startswith("precision.float64_premise") for p, _ in rep.problems), rep.problems
+    cert, prem = _premise(["certify", "a S b", "--n-max", "1000", "--tau", "1/20000"], capsys)
+    assert prem == {**prem, "status": "holds", "reasons": []}
+    # regime T separates adjacent positions (gap beta/n near 1) while n < ceil(8/9 * beta * 2^52)
+    sep = ceil(8 * 2**52 / (9 * 4)) - 1
+    cert, prem = _premise(["certify", "a S b", "--n-max", str(10**16), "--find-tau"], capsys)
+    assert prem["status"] == "fails" and f"only up to n = {sep}, below n_max = {10**16}" in prem["reasons"][0]
+    main(["certify", "a S b", "--n-max", str(10**16), "--no-numeric"])
+    assert "float64 premise: fails" in capsys.readouterr().out
+
+
+def test_an_invalid_certificate_with_json_still_says_so_on_stderr(tmp_path, capsys):
+    """Every exit 2 has its one stderr line; with --json, verify printed the report only."""
+    bad = tmp_path / "c.json"
+    bad.write_text(EXAMPLE.read_text())  # a model file, not a certificate
+    assert main(["verify", str(bad), "--json"]) == 2
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["valid"] is False
+    assert cap.err.count("\n") == 1 and cap.err.startswith(f"softhard: invalid certificate {bad}")
+
+
+def test_stdout_closed_early_is_no_traceback():
+    """``softhard ... --json | head -3`` printed two tracebacks (BrokenPipeError); now it stops
+    quietly with 141 (128 + SIGPIPE, as a shell tool)."""
+    import subprocess
+    import sys
+    code = ("import sys; from softhard.solver.cli import main; "
+            "sys.exit(main(['run', 'Y a', 'ab' * 20000, '--alphabet', 'ab', '--tau', '1/100', '--json']))")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.readline()
+    p.stdout.close()  # like head: stop reading after the first line (the output is far beyond a pipe's buffer)
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141 and "Traceback" not in err and err == "", err

@@ -21,7 +21,7 @@ def handle(args) -> int:
         print(json.dumps(rep.to_json(), indent=1))
     elif rep.ok:
         print(f"valid certificate: status {rep.status}; checked {', '.join(rep.checked)} ({rep.seconds:.2f} s)")
-    else:
+    if not rep.ok:  # one line on stderr, with or without --json (as every exit 2)
         f, m = rep.problems[0]
         more = f" (+{len(rep.problems) - 1} more problem(s); --json lists all)" if len(rep.problems) > 1 else ""
         print(f"softhard: invalid certificate {args.file}: {f}: {m}{more}", file=sys.stderr)
