@@ -136,3 +136,45 @@ def test_stdout_closed_early_is_no_traceback():
     p.stdout.close()  # like head: stop reading after the first line (the output is far beyond a pipe's buffer)
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == 141 and "Traceback" not in err and err == "", err
+
+
+def test_random_words_are_generated_lazily_and_equal_the_list():
+    """Confirmation memory O(chunk): the random family is generated word by word (RandomWords),
+    the same words as random_words, and length_batches holds about 4*max_positions symbols."""
+    import numpy as np
+
+    from softhard.constructions.simulate import RandomWords, length_batches, random_words
+    lazy = RandomWords("ab", 40, 300, seed=5)
+    assert list(lazy) == random_words("ab", 40, 300, seed=5) == list(lazy)  # re-iterable
+    lens = np.random.default_rng(5).integers(1, 301, size=40)
+    assert len(lazy) == 40 and lazy.positions == int(lens.sum()) + 40
+    pulled = []
+
+    def source():
+        for i in range(1000):
+            pulled.append(i)
+            yield ("a",) * (99 if i % 2 else 49)  # 100 and 50 positions with BOS
+
+    seen = 0
+    for n, chunk in length_batches(source(), batch=512, max_positions=1000):
+        assert len({len(w) for w in chunk}) == 1 and len(chunk[0]) == n
+        assert len(pulled) - seen <= 4 * 1000 // 50 + 1  # never more than one flush ahead
+        seen += len(chunk)
+    assert seen == 1000
+
+
+def test_confirm_estimates_its_work_and_refuses_beyond_the_budget(capsys):
+    """Issue 15: ``confirm examples/tomita4.ltl --n-max 1000000`` took 577 s and 6.2 GB with no
+    warning.  The estimate counts the random positions exactly (lengths drawn first)."""
+    import numpy as np
+    tomita4 = str(Path(__file__).resolve().parents[2] / "examples" / "tomita4.ltl")
+    assert main(["confirm", tomita4, "--n-max", "1000000"]) == 2
+    err = capsys.readouterr().err
+    lens = np.random.default_rng(0).integers(1, 10**6 + 1, size=1000)
+    assert err.count("\n") == 1 and "--max-positions" in err
+    assert f"random words {int(lens.sum()) + 1000:.3g}" in err
+    assert main(["confirm", tomita4, "--n-max", "50", "--random", "20", "--max-positions", "100", "--json"]) == 2
+    capsys.readouterr()
+    assert main(["confirm", tomita4, "--n-max", "50", "--random", "20", "--exhaustive-len", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] and out["inputs"]["random"] == 20 and out["inputs"]["exhaustive"] == 2 + 4 + 8
