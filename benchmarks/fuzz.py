@@ -13,7 +13,8 @@ wall and CPU seconds.  Plain progress lines on stderr every ``--every`` inputs.
     python benchmarks/fuzz.py --inputs 100000            # the recorded run (benchmarks/README.md)
     python benchmarks/fuzz.py --inputs 2000 --seed 1     # a quick one
 
-Exit status 0 when no input failed, 1 otherwise.
+The record is rewritten every ``--every`` inputs (``"partial": true``), so a stopped run keeps
+what it measured.  Exit status 0 when no input failed, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import contextlib
 import io
 import json
 import os
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -64,6 +66,8 @@ def main_(argv=None) -> int:
     args = ap.parse_args(argv)
 
     certs = base_certificates()
+    commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
+                            text=True).stdout.strip()
     exits: Counter = Counter()
     commands: Counter = Counter()
     seconds: Counter = Counter()
@@ -94,18 +98,24 @@ def main_(argv=None) -> int:
         if n % args.every == 0:
             print(f"{n} inputs, {time.perf_counter() - t0:.0f} s: exits {dict(exits)}, failures {len(failures)}, "
                   f"slowest {slowest[0][0]:.1f} s", file=sys.stderr, flush=True)
+            write(partial=True)
+
+    def write(partial: bool) -> dict:
+        record = {
+            "command": "python benchmarks/fuzz.py " + " ".join(sys.argv[1:] if argv is None else argv),
+            "commit": commit, "partial": partial,
+            "inputs": sum(exits.values()), "exits": dict(sorted(exits.items())), "tracebacks": tracebacks,
+            "failures": len(failures), "failing_inputs": failures, "commands": dict(commands),
+            "seconds_by_command": {k: round(v, 1) for k, v in seconds.items()},
+            "slowest": [{"seconds": round(s, 3), "argv": a, "exit": c} for s, a, c in slowest],
+            "wall_s": round(time.perf_counter() - t0, 1), "cpu_s": round(time.process_time() - c0, 1),
+            "load_avg": os.getloadavg()[0], "python": sys.version.split()[0],
+        }
+        Path(args.json).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+        return record
 
     seed(args.seed)(fuzz)()
-    record = {
-        "command": "python benchmarks/fuzz.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "inputs": sum(exits.values()), "exits": dict(sorted(exits.items())), "tracebacks": tracebacks,
-        "failures": len(failures), "failing_inputs": failures, "commands": dict(commands),
-        "seconds_by_command": {k: round(v, 1) for k, v in seconds.items()},
-        "slowest": [{"seconds": round(s, 3), "argv": a, "exit": c} for s, a, c in slowest],
-        "wall_s": round(time.perf_counter() - t0, 1), "cpu_s": round(time.process_time() - c0, 1),
-        "load_avg_at_end": os.getloadavg()[0], "python": sys.version.split()[0],
-    }
-    Path(args.json).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    record = write(partial=False)
     print(f"{record['inputs']} inputs: exits {record['exits']}, tracebacks {tracebacks}, failures {len(failures)}, "
           f"slowest {slowest[0][0]:.2f} s ({slowest[0][1]!r}); {record['wall_s']} s wall, {record['cpu_s']} s CPU; "
           f"written to {args.json}")

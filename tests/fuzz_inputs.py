@@ -252,7 +252,8 @@ def model_argv(big: bool) -> st.SearchStrategy[list[str]]:
     if big:
         n = rarely(n, st.sampled_from(BIG_LENGTHS + ["20", "45"]))
     return st.builds(build, st.one_of(st.just(base), json_file_texts(base)),
-                     st.sampled_from(["gap", "gap", "run", "hahn", "certify"]), n, words(big),
+                     rarely(st.sampled_from(["gap", "gap", "run", "hahn"]), st.just("certify"), 8 if big else 5),
+                     n, words(big),
                      opts.map(lambda xs: [a for x in xs for a in x]), st.integers(0, 3))
 
 
@@ -283,6 +284,10 @@ def raw_argv() -> st.SearchStrategy[list[str]]:
 
 def argvs(cert_texts: tuple[str, ...], *, big: bool = False) -> st.SearchStrategy[list[str]]:
     """One fuzzed ``softhard`` command line (``cert_texts``: real certificates to mutate)."""
+    if big:  # the benchmark: cheap command lines more often (certify and model certificates cost seconds)
+        return st.one_of(run_argv(big), run_argv(big), run_argv(big), bound_argv(big), confirm_argv(big),
+                         rarely(raw_argv(), certify_argv(big), 3), model_argv(big), verify_argv(cert_texts),
+                         hahn_argv(big), raw_argv())
     return st.one_of(run_argv(big), run_argv(big), bound_argv(big), confirm_argv(big), certify_argv(big),
                      model_argv(big), model_argv(big), verify_argv(cert_texts), hahn_argv(big), raw_argv())
 
