@@ -138,32 +138,40 @@ FORMULA_HELP = "an inline formula (e.g. 'a S b') or a .ltl file declaring alphab
 
 
 def add_formula_options(p: argparse.ArgumentParser, *, formula_nargs: str | None = None,
-                        formula_help: str = FORMULA_HELP) -> None:
+                        formula_help: str = FORMULA_HELP, regime: bool = True) -> None:
     """The formula argument and the construction's options (regime, alphabet, eta, beta,
     comparator, eps-ln), and ``--json``.  ``formula_nargs="?"``: the formula may be omitted (a
-    command with another source, or a default example)."""
+    command with another source, or a default example); ``regime=False``: no ``--regime`` (a
+    command with one regime offers no choice it would refuse)."""
     if formula_nargs is None:
         p.add_argument("formula", metavar="FORMULA_OR_FILE", help=formula_help)
     else:
         p.add_argument("formula", metavar="FORMULA_OR_FILE", nargs=formula_nargs, default=None, help=formula_help)
-    p.add_argument("--regime", choices=list(REGIMES), default="T",
-                   help="T: bounded PE j/n, temperature tau(n) shrinking with n; U: unbounded PE j, one fixed "
-                        "tau (THEORY §1, §4); P: U plus j^2 and (-1)^j, needed by even()/odd() (THEORY §5). "
-                        "Default T")
+    if regime:
+        add_regime_option(p)
     p.add_argument("--alphabet", default=None,
                    help="alphabet of an inline formula: a string of one-character symbols (default: the "
                         "symbols the formula mentions); given with a .ltl file, it replaces the file's alphabet")
     p.add_argument("--eta", default="1/4", help="clean-up margin eta in (0, 1/2), exact (e.g. 1/4); default 1/4")
     p.add_argument("--beta", default="1/4", help="regime T tie-break weight, 0 < beta <= 1/4; default 1/4")
-    p.add_argument("--comparator", choices=["ln", "head", "pe"], default=None,
-                   help="how count comparisons are built (THEORY §5): ln = layer norm of [F, -F] (exact at "
-                        "eps_ln = 0), head = temperature-scaled comparator head (1/tau = Theta(n)), pe = "
-                        "unbounded-PE comparator head (regimes U, P: one tau for all n). Default: pe in regimes "
-                        "U and P, head in regime T")
+    comparators = ("how count comparisons are built (THEORY §5): ln = layer norm of [F, -F] (exact at eps_ln = 0), "
+                   "head = temperature-scaled comparator head (1/tau = Theta(n))")
+    p.add_argument("--comparator", choices=["ln", "head", "pe"] if regime else ["ln", "head"], default=None,
+                   help=comparators + (", pe = unbounded-PE comparator head (regimes U, P: one tau for all n). "
+                                       "Default: pe in regimes U and P, head in regime T" if regime else
+                                       ". Default head"))
     p.add_argument("--eps-ln", default=None,
                    help="layer-norm epsilon >= 0 of the ln comparator, exact (e.g. 1e-12). Default 0 (exact); "
                         "certify --find-tau searches the largest certifiable value when this is not given")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of tables")
+
+
+def add_regime_option(p: argparse.ArgumentParser) -> None:
+    """``--regime T|U|P`` (default T)."""
+    p.add_argument("--regime", choices=list(REGIMES), default="T",
+                   help="T: bounded PE j/n, temperature tau(n) shrinking with n; U: unbounded PE j, one fixed "
+                        "tau (THEORY §1, §4); P: U plus j^2 and (-1)^j, needed by even()/odd() (THEORY §5). "
+                        "Default T")
 
 
 def add_gap_options(p: argparse.ArgumentParser) -> None:

@@ -178,3 +178,18 @@ def test_confirm_estimates_its_work_and_refuses_beyond_the_budget(capsys):
     assert main(["confirm", tomita4, "--n-max", "50", "--random", "20", "--exhaustive-len", "3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and out["inputs"]["random"] == 20 and out["inputs"]["exhaustive"] == 2 + 4 + 8
+
+
+def test_hahn_help_offers_only_what_it_accepts(capsys):
+    """``hahn --help`` offered --regime U and --comparator pe, which it rejects (regime T only),
+    and a one-letter alphabet (no one-symbol change exists) was analysed vacuously."""
+    from softhard.solver.cli import build_parsers
+    _, parsers = build_parsers()
+    opts = {o: a for a in parsers["hahn"]._actions for o in a.option_strings}
+    assert "--regime" not in opts and set(opts["--comparator"].choices) == {"ln", "head"}
+    assert "pe =" not in opts["--comparator"].help and "regimes U" not in opts["--comparator"].help
+    assert main(["hahn", "Y a", "--tau", "1/4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no other symbol" in err and "--alphabet" in err
+    assert main(["hahn", "Y a", "--alphabet", "ab", "--tau", "1/4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"]
