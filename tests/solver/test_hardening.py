@@ -193,3 +193,18 @@ def test_hahn_help_offers_only_what_it_accepts(capsys):
     assert err.count("\n") == 1 and "no other symbol" in err and "--alphabet" in err
     assert main(["hahn", "Y a", "--alphabet", "ab", "--tau", "1/4", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["model"]
+
+
+def test_run_summary_is_one_line(capsys):
+    """``run --summary``: one line instead of a row per position.  'a S b' (some b, and a at every
+    later position) holds at the end of abab and of b a^40, and not on aa (no b)."""
+    assert main(["run", "a S b", "abab", "--summary"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "reference accepts, hard accepts, soft accepts" in out and "0 of 4" in out
+    assert main(["run", "a S b", "aa", "--alphabet", "ab", "--summary"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "reference rejects" in out and "0 of 2" in out
+    # too warm: the verdict differs at some positions, exit 1, still one line
+    assert main(["run", "a S b", "b" + "a" * 40, "--tau", "10", "--summary"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "soft rejects" in out and "0 of 41" not in out
