@@ -65,6 +65,7 @@ from .check import ProofCache
 from .claims import frac_str, parse_frac
 from .model_numeric import check_numeric, model_families, observe_model
 from .pipeline import Construction
+from .precision import model_float64_premise
 from .replay import Kind, VerifyReport
 
 #: most words an exhaustive premise may cover for ``verify`` to re-run the enumeration
@@ -390,6 +391,7 @@ def assemble(c: Construction, an: ModelAnalysis, *, inv_tau: Fraction, n_lo: int
     cert["analysis"] = analysis_json(c, an)
     cert["composed"] = COMPOSED
     cert["status"] = combine_status(cert["status"], cert["premises"]["status"])
+    cert["precision"] = {"float64_premise": model_float64_premise(an.hm, an.report)}
     return cert
 
 

@@ -7,6 +7,11 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
+
+from ..constructions.exact import ExactEngine
+from ..constructions.gaps import GapReport
+from ..constructions.hard_model import HardModel
 from ..constructions.simulate import leak_rounding_allowance
 from .pipeline import Construction
 
@@ -89,3 +94,46 @@ def separable_up_to(regime: str, beta: Fraction, m: int) -> int:
     if regime == "T":
         return -(-(8 * beta.numerator * 2**m) // (9 * beta.denominator)) - 1  # n < ceil(8/9·β·2^m)
     return 2**m
+
+
+#: unit roundoff of float64
+U64 = Fraction(1, 2**53)
+
+
+def model_float64_premise(hm: HardModel, rep: GapReport) -> dict:
+    """The float64 premise of a model certificate (issue 15): at each head's gap-attaining input
+    and query row (``rep``, exact), the gap ``γ`` between the argmax and its nearest competitor
+    must exceed twice the float64 rounding error of the scores.  A score
+    ``s_j = x_i M x_jᵀ`` (``M = scale·W_Q W_Kᵀ``) computed in float64 through ``x W_Q`` and
+    ``x W_K`` (inner lengths d and k, weights rounded once) is within ``(d + k + 2)·u·A_j`` of the
+    exact one, ``A_j = |x_i| |M| |x_j|ᵀ`` (Higham, *Accuracy and Stability*, §3.1, first order),
+    ``u = 2^-53``; the row fails when ``γ ≤ 2·(d + k + 2)·u·max_j A_j`` — float64 cannot be
+    relied on to pick the hard argmax there (e.g. scores 1 and 1 + 10^-20 are the same double).
+
+    Exact rationals throughout.  Returns ``{"status": "fails" | "holds at the gap-attaining rows",
+    "reasons": [...], "rows_checked": k}``; re-derived by replay (models.assemble)."""
+    eng = ExactEngine(hm)
+    reasons, checked = [], 0
+    by_name = {h.name: h for hs in hm.heads for h in hs}
+    for hg in rep.heads.values():
+        h = by_name.get(hg.name)
+        if h is None or hg.word is None or not hg.gap or hg.row < 1:
+            continue
+        tok = np.array([[hm.alphabet.index(s) + 1 for s in hg.word]], dtype=np.int64)
+        x = eng.run(tok, keep_residuals=True, only_layers=h.layer + 1).residuals[h.layer]
+        n1, d = x.num.shape[1], x.num.shape[2]
+        X = [[abs(x.fraction(0, j, c)) for c in range(d)] for j in range(n1)]
+        M = h.qk()
+        Mabs = [[abs(Fraction(M[a, b])) for b in range(d)] for a in range(d)]
+        qrow = [sum(X[hg.row][a] * Mabs[a][b] for a in range(d)) for b in range(d)]  # |x_i| |M|
+        amax = max(sum(q * xv for q, xv in zip(qrow, X[j])) for j in range(n1))
+        err = 2 * (d + h.W_Q.shape[1] + 2) * U64 * amax
+        checked += 1
+        if hg.gap <= err:
+            reasons.append(f"head {hg.name}: gap {float(hg.gap):.3g} at {' '.join(hg.word)!r} (row {hg.row}) is within "
+                           f"twice the float64 rounding error of its scores ({float(err):.3g}, scores up to "
+                           f"{float(amax):.3g}): the float64 transformer may not pick the hard argmax")
+    return {"status": "fails" if reasons else "holds at the gap-attaining rows", "reasons": reasons,
+            "rows_checked": checked,
+            "meaning": "whether float64 score arithmetic separates each head's argmax from its nearest competitor at "
+                       "the inputs attaining the gap (the claims themselves are about exact arithmetic)"}

@@ -227,3 +227,48 @@ def test_documentation_links_stay_inside_the_repository():
                 bad.append(f"{doc.relative_to(root)}: {target}")
         bad += [f"{doc.relative_to(root)}: mentions ../shared/" for _ in re.findall(r"\.\./shared/", text)]
     assert not bad, bad
+
+
+def _tiny_gap_model(gap: str) -> dict:
+    """UHA-rightmost "parity of the position of the last a": a keys score 1 + gap, b keys 1,
+    BOS 1/2 (the a/b tie-break is the gap alone)."""
+    return {"format": "softhard-model", "version": 1, "name": "tiny_gap", "alphabet": ["a", "b"], "d_model": 5,
+            "residual": ["bos", "one", "a", "par", "y"],
+            "token_embedding": {"shape": [3, 5], "entries": [["BOS", "bos", 1], ["a", "one", 1], ["a", "a", 1],
+                                                             ["b", "one", 1]]},
+            "positional": {"features": [{"family": "(-1)^j", "coordinate": "par"}]},
+            "layers": [{"heads": [{"name": "last_a", "mask": "strict_past", "rule": "UHA-rightmost",
+                                   "W_Q": {"shape": [5, 1], "entries": [["one", 0, 1]]},
+                                   "W_K": {"shape": [5, 1], "entries": [["one", 0, 1], ["a", 0, gap],
+                                                                        ["bos", 0, "1/2"]]},
+                                   "W_V": {"shape": [5, 1], "entries": [["par", 0, 1]]},
+                                   "W_O": {"shape": [1, 5], "entries": [[0, "y", 1]]}}]}],
+            "outputs": [{"name": "y", "type": "numerical", "coordinate": "y"}]}
+
+
+def test_model_float64_premise(tmp_path, capsys):
+    """Issue 15: a model whose exact scores differ by 1e-20 (1 + 1e-20 and 1 are one double)
+    was certified "proved" with nothing said about float64; its precision section now says the
+    float64 premise fails (re-derived by replay), the console says so, and a model with gap 1
+    (scores of size 1, rounding error ~1e-15) holds."""
+    import numpy as np
+
+    from softhard.solver.kinds import verify_certificate
+    assert 1.0 + 1e-20 == 1.0 and float(np.float64(1) + np.float64(1e-20)) == 1.0
+    p = tmp_path / "tiny.json"
+    argv = ["certify", "--model", str(p), "--n-max", "6", "--epsilon", "1/4", "--no-numeric"]
+    p.write_text(json.dumps(_tiny_gap_model("1/100000000000000000000")))
+    assert main([*argv, "--json"]) == 0
+    cert = json.loads(capsys.readouterr().out)
+    prem = cert["precision"]["float64_premise"]
+    assert cert["status"] == "proved" and prem["status"] == "fails" and "head last_a" in prem["reasons"][0]
+    assert verify_certificate(cert).ok
+    edited = json.loads(json.dumps(cert))
+    edited["precision"]["float64_premise"]["status"] = "holds at the gap-attaining rows"
+    assert any(f.startswith("precision.float64_premise") for f, _ in verify_certificate(edited).problems)
+    assert main(argv) == 0
+    assert "float64 premise: fails" in capsys.readouterr().out
+    p.write_text(json.dumps(_tiny_gap_model("1")))
+    assert main([*argv, "--json"]) == 0
+    prem = json.loads(capsys.readouterr().out)["precision"]["float64_premise"]
+    assert prem["status"] == "holds at the gap-attaining rows" and prem["reasons"] == [] and prem["rows_checked"] >= 1

@@ -175,6 +175,7 @@ def print_model_certificate(cert: dict, path=None) -> None:
                       f"{r['bound']:.3g} at n = {r['n']})")
     extra = "" if cert["status"] != "unknown" or pr["status"].startswith("established") else \
         " (claims conditional on premises found by search, not proved)"
+    print_float64_premise(con, cert)
     con.print(status_line(cert, path, extra))
 
 
