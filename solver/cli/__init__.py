@@ -34,7 +34,8 @@ from types import ModuleType
 from ... import __version__
 from ...constructions.errors import SofthardError
 from . import bound, certify, confirm, gap, hahn, run, verify
-from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, Parser, UsageErrors, attach_negative_values, value_options
+from .options import (EXIT_BAD_INPUT, EXIT_INTERNAL, Parser, UsageErrors, attach_negative_values, one_line,
+                      value_options)
 
 #: command -> (the module defining its parser, the dotted name of its handler module); in the
 #: order ``softhard --help`` lists them
@@ -106,7 +107,7 @@ def main(argv=None) -> int:
             return handler.handle(args)
     except SofthardError as e:
         code = getattr(e, "exit_code", EXIT_BAD_INPUT)
-        print(f"softhard: error: {e}", file=sys.stderr)
+        print(f"softhard: error: {one_line(str(e))}", file=sys.stderr)
         if getattr(args, "json", False):  # scripts reading stdout get a JSON object too
             print(json.dumps({"error": str(e), "kind": type(e).__name__, "exit": code}))
         return code
@@ -119,8 +120,8 @@ def main(argv=None) -> int:
     except Exception as e:  # noqa: BLE001 — a bug in softhard, not bad input: one line, exit 3
         if args.debug:
             raise
-        print(f"softhard: internal error: {type(e).__name__}: {e} (a bug in softhard, not in your input; "
-              "'softhard --debug ...' prints the traceback)", file=sys.stderr)
+        print(f"softhard: internal error: {type(e).__name__}: {one_line(str(e))} (a bug in softhard, not in your "
+              "input; 'softhard --debug ...' prints the traceback)", file=sys.stderr)
         if getattr(args, "json", False):
             print(json.dumps({"error": str(e), "kind": type(e).__name__, "exit": EXIT_INTERNAL}))
         return EXIT_INTERNAL

@@ -32,6 +32,14 @@ class UsageErrors:
     json: bool = False
 
 
+def one_line(text: str) -> str:
+    """``text`` with every non-printable character (newlines, NEL, control characters: from an
+    argument or a file name echoed back) written as its escape, so a message stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line and exit status 2 (with ``--json``, also one
     JSON object on stdout).  ``usage_errors``: the shared :class:`UsageErrors`."""
@@ -41,6 +49,7 @@ class Parser(argparse.ArgumentParser):
         self.usage_errors = usage_errors if usage_errors is not None else UsageErrors()
 
     def error(self, message):
+        message = one_line(message)
         if self.usage_errors.json:
             print(json.dumps({"error": message, "kind": "UsageError", "exit": EXIT_BAD_INPUT}))
         self.exit(EXIT_BAD_INPUT, f"softhard: error: {message} (see 'softhard {self.prog.split()[-1]} --help')\n"

@@ -272,3 +272,14 @@ def test_model_float64_premise(tmp_path, capsys):
     assert main([*argv, "--json"]) == 0
     prem = json.loads(capsys.readouterr().out)["precision"]["float64_premise"]
     assert prem["status"] == "holds at the gap-attaining rows" and prem["reasons"] == [] and prem["rows_checked"] >= 1
+
+
+def test_messages_echoing_input_stay_one_line(capsys):
+    """Found by benchmarks/fuzz.py: an argument with U+0085 (NEL, a line break to
+    str.splitlines) or a newline was echoed into the one-line error; it is escaped now."""
+    assert main(["--model", "verify", "x", "p", "a\x85b\nc"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "a\\x85b\\nc" in err
+    assert main(["run", "Y a\x85", "ab"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "\\x85" in err

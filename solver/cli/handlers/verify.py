@@ -9,6 +9,7 @@ import sys
 
 from ...certjson import load_certificate
 from ...kinds import verify_certificate
+from ..options import one_line
 from .console import progress
 
 
@@ -24,5 +25,5 @@ def handle(args) -> int:
     if not rep.ok:  # one line on stderr, with or without --json (as every exit 2)
         f, m = rep.problems[0]
         more = f" (+{len(rep.problems) - 1} more problem(s); --json lists all)" if len(rep.problems) > 1 else ""
-        print(f"softhard: invalid certificate {args.file}: {f}: {m}{more}", file=sys.stderr)
+        print(one_line(f"softhard: invalid certificate {args.file}: {f}: {m}{more}"), file=sys.stderr)
     return 0 if rep.ok else 2
