@@ -283,3 +283,22 @@ def test_messages_echoing_input_stay_one_line(capsys):
     assert main(["run", "Y a\x85", "ab"]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "\\x85" in err
+
+
+def test_deeply_nested_model_file_is_bad_input(tmp_path, capsys):
+    """Found by benchmarks/fuzz.py: a model file nested ~10^5 deep crashed the JSON decoder
+    (RecursionError, exit 3); deeper than 32 levels is now one line, exit 2, for every command
+    that reads model files or Tracr metadata."""
+    from softhard.constructions.jsonfile import MAX_JSON_DEPTH, nesting_depth
+    assert nesting_depth('{"a": [[1], {"b": "[[[["}]}') == 3 and MAX_JSON_DEPTH == 32
+    p = tmp_path / "deep.json"
+    for text in ("[" * 100000 + "]" * 100000, '{"format": ' + "[" * 33 + "]" * 33 + "}"):
+        p.write_text(text)
+        for argv in (["gap", "--model", str(p), "--n-max", "3"], ["certify", "--model", str(p), "--n-max", "3"],
+                     ["run", "--model", str(p), "ab"]):
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and "nested deeper than 32 levels" in err, err
+    p.write_text(EXAMPLE.read_text())  # the example (depth <= 32) still loads
+    assert main(["gap", "--model", str(p), "--n-max", "3", "--json"]) == 0
+    capsys.readouterr()
