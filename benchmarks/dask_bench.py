@@ -29,7 +29,8 @@ import time
 from functools import partial
 from pathlib import Path
 
-from softhard.constructions.gap_tasks import TASK_MAP, count_words, exhaustive_tasks
+from softhard.constructions.gap_tasks import TASK_MAP, exhaustive_tasks
+from softhard.constructions.words import count_words
 from softhard.constructions.gaps import analyse_gaps, exhaustive_part
 from softhard.constructions.modelfile import load_model
 from softhard.solver.distributed import Cluster

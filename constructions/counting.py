@@ -52,7 +52,7 @@ import numpy as np
 
 from .engine import forward
 from .errors import ModelFormatError, ParameterError
-from .simulate import HeadObservation, RunSummary, group_by_length, periodic_words
+from .simulate import HeadObservation, RunSummary, length_batches, periodic_words, short_word
 from .transformer import Head, Transformer
 
 #: λ, the slope of the ``pe`` comparator's tie-break ``−λ(i − j)``: any λ ≥ 1 is sound; a large one
@@ -376,19 +376,17 @@ def observe_layernorms(model: Transformer, words, inv_tau, *, batch: int = 512):
     summary = RunSummary()
     if not layernorms(model):
         return summary
-    for n, ws in group_by_length(words).items():
+    for n, chunk in length_batches(words, batch):  # lazily, O(chunk) memory
         it = float(inv_tau(n) if callable(inv_tau) else inv_tau)
-        for b0 in range(0, len(ws), batch):
-            chunk = ws[b0:b0 + batch]
-            x = forward(model, model.encode(chunk), mode="soft", inv_tau=it).x
-            part = RunSummary()
-            for v, e in layernorm_errors(model, x).items():
-                e = e[:, 1:]
-                bi, ri = np.unravel_index(int(np.argmax(e)), e.shape)
-                part.heads[v] = {n: HeadObservation(
-                    node=v, n=n, inv_tau=it, inputs=len(chunk), leak=float(e[bi, ri]), word=tuple(chunk[bi]),
-                    row=int(ri) + 1, output_error=float(e[bi, ri]), allowance_rel=0.0, path="layernorm")}
-            summary.merge(part)
+        x = forward(model, model.encode(chunk), mode="soft", inv_tau=it).x
+        part = RunSummary()
+        for v, e in layernorm_errors(model, x).items():
+            e = e[:, 1:]
+            bi, ri = np.unravel_index(int(np.argmax(e)), e.shape)
+            part.heads[v] = {n: HeadObservation(
+                node=v, n=n, inv_tau=it, inputs=len(chunk), leak=float(e[bi, ri]), word=short_word(chunk[bi]),
+                row=int(ri) + 1, output_error=float(e[bi, ri]), allowance_rel=0.0, path="layernorm")}
+        summary.merge(part)
     return summary
 
 

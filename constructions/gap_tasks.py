@@ -37,11 +37,6 @@ TASK_MAP: contextvars.ContextVar[Callable | None] = contextvars.ContextVar("TASK
 TASK_WORKERS: contextvars.ContextVar[int] = contextvars.ContextVar("TASK_WORKERS", default=1)
 
 
-def count_words(k: int, n_max: int) -> int:
-    """``Σ_{n=1}^{n_max} k^n``."""
-    return sum(k**n for n in range(1, n_max + 1))
-
-
 def all_tokens(k: int, n: int):
     """Every word of length n over ``k`` symbols as token ids (1-based), in chunks of ≤ CHUNK rows."""
     it = itertools.product(range(1, k + 1), repeat=n)

@@ -36,10 +36,11 @@ import numpy as np
 from .errors import ParameterError
 from .exact import ExactEngine, ExactRun, HeadRows
 from .gap_report import GapReport, HeadGap, OutputMargin, fd, fs
-from .gap_tasks import CHUNK, Task, all_tokens, count_words, exhaustive_tasks, map_tasks, task_tokens  # noqa: F401
+from .gap_tasks import CHUNK, Task, all_tokens, exhaustive_tasks, map_tasks, task_tokens  # noqa: F401
 from .hard_model import ONE, POS, CanonHead, HardModel, MLPSpec, zeros
 from .parameters import DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS
 from .positional import PEFeature
+from .words import count_words, word_count_text
 
 DENSE_CAP = 4096  # longest word the searched analysis evaluates (exact scores cost O(n^2) per head)
 
@@ -187,9 +188,13 @@ def analyse_gaps(hm: HardModel, n_max: int, *, exhaustive_limit: int = DEFAULT_E
         raise ParameterError(f"n_max must be >= 1, got {n_max}")
     hm.check_length(n_max)
     k = len(hm.alphabet)
-    total = count_words(k, n_max)
+    total = count_words(k, n_max, cap=exhaustive_limit)
     if method == "auto":
         method = "exhaustive" if total <= exhaustive_limit else "searched"
+    elif method == "exhaustive" and total > exhaustive_limit:
+        raise ParameterError(f"--method exhaustive: {word_count_text(k, n_max)} words of length <= {n_max}, more "
+                             f"than the exhaustive limit {exhaustive_limit} (raise it with --exhaustive-limit; the "
+                             "analysis evaluates every word exactly, O(n^2) per word and head)")
     t0 = time.perf_counter()
     eng = ExactEngine(hm)
     agg = _Agg(hm)
@@ -321,9 +326,7 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
         push(batch)
     rep = GapReport(method="searched", n_max=n_max, alphabet_size=k, words=agg.words, lengths=grid + long,
                     heads=agg.heads, outputs=agg.outputs, seed=seed)
-    total = count_words(k, n_max)
-    tot = str(total) if total < 10**12 else f"about 10^{int(total.bit_length() * 0.30102999566398)}"
-    rep.notes.append(f"searched {agg.words} of {tot} words (periodic, random, local search); "
+    rep.notes.append(f"searched {agg.words} of {word_count_text(k, n_max)} words (periodic, random, local search); "
                      "the minimum found is exact for these inputs but NOT proved for all inputs")
     if top < n_max:
         done = f"; lengths {', '.join(map(str, long))} only with periodic and a few random words" if long else ""
@@ -486,7 +489,7 @@ def same_hard_outputs(hm1: HardModel, hm2: HardModel, n_max: int, *, limit: int 
     coords1 = [c for o in hm1.outputs for c in o.coords]
     coords2 = [c for o in hm2.outputs for c in o.coords]
     batches = []
-    if count_words(k, n_max) <= limit:
+    if count_words(k, n_max, cap=limit) <= limit:
         for n in range(1, n_max + 1):
             batches.extend(all_tokens(k, n))
     else:

@@ -76,6 +76,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import ModelFormatError
+from .jsonfile import read_json_file
 from .hard_model import ONE, POS, HeadSpec, LayerSpec, MLPSpec, ModelSpec, OutputSpec, zeros
 from .positional import PE_FAMILIES, PEFeature
 from .transformer import MASKS, RULES
@@ -536,22 +537,6 @@ def inline_arrays(doc, npz: dict):
     if isinstance(doc, str) and doc.startswith("npz:") and doc[4:] in npz:
         return np.asarray(npz[doc[4:]], dtype=np.float64).tolist()
     return doc
-
-
-def read_json_file(p: Path, what: str) -> tuple[bytes, object]:
-    """``(raw bytes, parsed JSON)`` of the file ``p`` (``what``: how to name it in a message, e.g.
-    "a model file").  Raises :class:`ModelFormatError` with one line naming the file for an
-    unreadable file, non-UTF-8 text or invalid JSON (with line:column)."""
-    try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise ModelFormatError(f"{p}: cannot read ({e.strerror or e})") from None
-    try:
-        return raw, json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ModelFormatError(f"{p}: not UTF-8 text ({what} is JSON)") from None
-    except json.JSONDecodeError as e:
-        raise ModelFormatError(f"{p}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})") from None
 
 
 def load_model(path: str | os.PathLike) -> ModelSpec:

@@ -10,16 +10,44 @@ parser, before any command runs.
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 from .errors import ParameterError
 
 
+#: a decimal number as the command line and parameters accept it (an exponent is group 1)
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?")
+#: largest decimal exponent of a parameter ("1e-300"): 10^10000 is a 33000-bit integer, while
+#: "1e-999999999" would ask Fraction for a billion-digit power (a hang)
+MAX_DECIMAL_EXPONENT = 10_000
+
+
+def _show(s: str) -> str:
+    """``s`` quoted for a one-line message (at most 40 characters of it)."""
+    return repr(s) if len(s) <= 40 else repr(s[:37] + "...")
+
+
+def _decimal(t: str, what: str, s: str) -> Fraction:
+    m = _DECIMAL.fullmatch(t)
+    if not m:
+        raise ParameterError(f"{what}: {_show(s)} is not a finite number (use e.g. 1/4, 0.25, 2e-3 or 1/8.2)")
+    if m.group(1) is not None and abs(int(m.group(1))) > MAX_DECIMAL_EXPONENT:
+        raise ParameterError(f"{what}: {_show(s)}: decimal exponent beyond +-{MAX_DECIMAL_EXPONENT}")
+    try:
+        return Fraction(t)
+    except ValueError:  # more digits than Python converts (4300)
+        raise ParameterError(f"{what}: {_show(s)} has too many digits") from None
+
+
 def to_fraction(x, what: str = "value") -> Fraction:
-    """Parse ``x`` (int, Fraction, or a string like ``"1/4"``, ``"0.25"``, ``"1e-3"``) exactly.
+    """Parse ``x`` (int, Fraction, or a string: a decimal ``"0.25"``, ``"1e-3"``, or a quotient of
+    two decimals ``"1/4"``, ``"1/8.2"`` = 5/41) exactly.
 
     Floats are accepted only through their decimal string (``0.1`` means 1/10), never their binary
-    value.  Raises :class:`ParameterError` for NaN, infinities and unparsable text, naming ``what``.
+    value.  Raises :class:`ParameterError` for NaN, infinities, a zero denominator, a signed
+    denominator, decimal exponents beyond ``MAX_DECIMAL_EXPONENT`` and unparsable text, naming
+    ``what``.
     """
     if isinstance(x, Fraction):
         return x
@@ -34,11 +62,15 @@ def to_fraction(x, what: str = "value") -> Fraction:
     if hasattr(x, "p") and hasattr(x, "q"):  # sympy Rational
         return Fraction(int(x.p), int(x.q))
     s = str(x).strip()
-    try:
-        v = Fraction(s)
-    except (ValueError, ZeroDivisionError):
-        raise ParameterError(f"{what}: {s!r} is not a finite number (use e.g. 1/4, 0.25 or 2e-3)") from None
-    return v
+    parts = s.split("/")
+    if len(parts) == 1:
+        return _decimal(s, what, s)
+    if len(parts) != 2 or parts[1].strip()[:1] in ("+", "-"):
+        raise ParameterError(f"{what}: {_show(s)} is not a finite number (use e.g. 1/4, 0.25, 2e-3 or 1/8.2)")
+    num, den = _decimal(parts[0].strip(), what, s), _decimal(parts[1].strip(), what, s)
+    if den == 0:
+        raise ParameterError(f"{what}: {_show(s)} divides by zero")
+    return num / den
 
 
 REGIMES = ("T", "U", "P")

@@ -492,12 +492,23 @@ def parse_spec(text: str, *, source: str = "<string>") -> FormulaSpec:
     )
 
 
+_FILE_NAME = re.compile(r"[\w.~/\\-]+")
+
+
+def _looks_like_a_file_name(text: str) -> bool:
+    """A word that is rather a file name than a formula: path characters only, and a path
+    separator, a dot, or four or more characters (``tomita9``, ``examples/x``)."""
+    return bool(_FILE_NAME.fullmatch(text)) and (bool(re.search(r"[./\\]", text)) or len(text) >= 4)
+
+
 def load_spec(path_or_inline_formula: str | os.PathLike[str],
               alphabet: str | Sequence[str] | None = None) -> FormulaSpec:
     """Load an ``.ltl`` file, or build a spec from an inline formula.
 
-    If the argument names an existing file it is parsed with :func:`parse_spec` (``alphabet``,
-    if given, then replaces the file's alphabet).  Otherwise the argument is a formula; its
+    If the argument names an existing file (or, for a bare name such as ``tomita4``, the file
+    ``tomita4.ltl`` exists) it is parsed with :func:`parse_spec` (``alphabet``, if given, then
+    replaces the file's alphabet).  A name that looks like a file but is neither a file nor a
+    formula is an :class:`InputFileError` saying both.  Otherwise the argument is a formula; its
     alphabet is ``alphabet`` if given — a string of one-character symbols (``"ab"``), a
     whitespace-separated string (``"ab cd"``) or a sequence of symbols — else the symbols the
     formula mentions, in order of first occurrence.  ``at`` is
@@ -530,8 +541,17 @@ def load_spec(path_or_inline_formula: str | os.PathLike[str],
         return FormulaSpec(spec.name, spec.description, alpha, spec.formula, spec.at, spec.source)
     if is_pathlike or text.endswith(".ltl"):
         raise InputFileError(f"{text}: no such file")
+    if _looks_like_a_file_name(text) and Path(text + ".ltl").is_file():
+        return load_spec(text + ".ltl", alphabet)
     source = "<formula>"
-    formula, positions = _parse_with_positions(text, source)
+    try:
+        formula, positions = _parse_with_positions(text, source)
+    except FormulaSyntaxError:
+        if _looks_like_a_file_name(text):
+            raise InputFileError(f"no file {text!r} or {text + '.ltl'!r}; to give a formula, quote it, with "
+                                 "multi-character symbols in double quotes and spaces between symbols and operators "
+                                 "(e.g. 'Y a', '\"ab\" S b')") from None
+        raise
     if alphabet is None:
         syms = symbols(formula)
         if not syms:

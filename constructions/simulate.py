@@ -39,6 +39,29 @@ def random_words(alphabet: Sequence[str], count: int, n_max: int, seed: int = 0,
     return [tuple(alph[rng.integers(0, len(alphabet), size=k)]) for k in lens]
 
 
+class RandomWords:
+    """The words of :func:`random_words` (same seed, same words, same order), generated one at a
+    time on every iteration: memory O(one word) instead of O(all words), for confirmation runs at
+    large n.  ``len()`` is the number of words; :attr:`positions` their total length + BOS each."""
+
+    def __init__(self, alphabet: Sequence[str], count: int, n_max: int, seed: int = 0, n_min: int = 1):
+        self.alphabet, self.count, self.seed = list(alphabet), count, seed
+        rng = np.random.default_rng(seed)
+        self.lens = rng.integers(n_min, n_max + 1, size=count)
+        self._state = rng.bit_generator.state  # after the lengths: where the symbols start
+        self.positions = int(self.lens.sum(dtype=object)) + count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self):
+        rng = np.random.default_rng(self.seed)
+        rng.bit_generator.state = self._state
+        alph = np.array(self.alphabet, dtype=object)
+        for k in self.lens:
+            yield tuple(alph[rng.integers(0, len(self.alphabet), size=k)])
+
+
 def periodic_words(alphabet: Sequence[str], n: int, max_period: int = 3) -> list[tuple[str, ...]]:
     """Words ``(u)^{n/|u|}`` (truncated to length n) for every ``u`` with ``|u| ≤ max_period``.
 
@@ -173,6 +196,36 @@ def _batches(ws: list, n: int, batch: int, max_positions: int):
         yield ws[b0:b0 + size]
 
 
+def length_batches(words: Iterable[Sequence[str]], batch: int = 512, max_positions: int = BATCH_POSITIONS):
+    """Yield ``(n, chunk)``: words of one length ``n``, at most ``batch`` words and about
+    ``max_positions`` positions per chunk.  ``words`` is read lazily and at most about
+    ``4·max_positions`` symbols are held at a time (then grouped by length): memory O(chunk), not
+    O(all words), whatever the number and length of the words."""
+    buf: list = []
+    pos = 0
+    for w in words:
+        buf.append(w)
+        pos += len(w) + 1
+        if pos >= 4 * max_positions:
+            for n, ws in _group_by_length_raw(buf).items():
+                for chunk in _batches(ws, n, batch, max_positions):
+                    yield n, chunk
+            buf, pos = [], 0
+    for n, ws in _group_by_length_raw(buf).items():
+        for chunk in _batches(ws, n, batch, max_positions):
+            yield n, chunk
+
+
+#: the longest attaining or mismatching word a summary keeps whole (longer: first symbols, "…")
+KEEP_WORD = 256
+
+
+def short_word(w: Sequence[str]) -> tuple[str, ...]:
+    """``w`` as a tuple, cut to :data:`KEEP_WORD` symbols (the last one "…") when longer: a
+    summary keeps a few words per head and length, never O(n) each."""
+    return tuple(w) if len(w) <= KEEP_WORD else tuple(w[:KEEP_WORD - 1]) + ("…",)
+
+
 def _observe_batch(model: Transformer, chunk: list, n: int, it: float, path: str, out_ix: int):
     tok = model.encode(chunk)
     soft, _, hcols = forward_pass(model, tok, soft=True, inv_tau=it, path=path, chunk=None, keep_residuals=False,
@@ -183,11 +236,11 @@ def _observe_batch(model: Transformer, chunk: list, n: int, it: float, path: str
         bi, ri = np.unravel_index(int(np.argmax(leak)), leak.shape)
         err = float(np.max(np.abs(tr.soft[:, 1:] - tr.hard[:, 1:]))) if tr.soft.size else 0.0
         lk = float(leak[bi, ri])
-        heads[name] = (lk, chunk[bi], int(ri) + 1, err, tr)
+        heads[name] = (lk, short_word(chunk[bi]), int(ri) + 1, err, tr)
     hs, ss = hcols[out_ix][:, 1:], soft.x[:, 1:, out_ix]
     dev = float(np.max(np.abs(hs - ss)))
     bad = np.argwhere((ss > 0.5) != (hs > 0.5))
-    mism = [(tuple(chunk[b]), int(p) + 1) for b, p in bad[:100]]
+    mism = [(short_word(chunk[b]), int(p) + 1) for b, p in bad[:100]]
     # keep only what the summary needs (the traces of a batch at n = 10^6 are large)
     heads = {k: (lk, w, r, e, tr.score_scale, tr.key_dim, tr.rounding_terms, tr.path)
              for k, (lk, w, r, e, tr) in heads.items()}
@@ -203,26 +256,27 @@ def observe(model: Transformer, words: Sequence[Sequence[str]], inv_tau: float |
     The soft model's clean output (coordinate ``model.outputs[0]``) is compared with the hard one
     at every position: a position where they fall on different sides of 1/2 is a mismatch;
     ``max_output_deviation`` records the largest difference (float rounding in the clean-up MLPs).
-    Words of one length run in batches of at most ``batch`` words and ``max_positions`` positions
-    (so memory stays bounded at any n); the hard and soft models run together
+    Words of one length run in batches of at most ``batch`` words and ``max_positions`` positions,
+    read lazily (:func:`length_batches`; ``words`` may be a generator-backed :class:`RandomWords`)
+    and summarised with attaining words cut to :data:`KEEP_WORD` symbols, so memory is O(batch)
+    at any n and number of words; the hard and soft models run together
     (:func:`softhard.constructions.engine.forward_pair`).  ``workers`` > 1 runs batches in that
     many threads (NumPy releases the GIL); the summary is the same for any ``workers``.
     Shapes: words are sequences of alphabet symbols.  Raises ``ParameterError`` for bad input.
     """
     summary = RunSummary()
     out_ix = model.index(model.outputs[0])
-    jobs = []
-    for n, ws in _group_by_length_raw(words).items():
-        it = float(inv_tau(n) if callable(inv_tau) else inv_tau)
-        for chunk in _batches(ws, n, batch, max_positions):
-            jobs.append((chunk, n, it))
-    if workers > 1 and len(jobs) > 1:
+    jobs = ((chunk, n, float(inv_tau(n) if callable(inv_tau) else inv_tau))
+            for n, chunk in length_batches(words, batch, max_positions))
+    if workers > 1:  # threads need the jobs up front: memory O(all words) (workers = 1 streams)
+        jobs = list(jobs)
         with ThreadPoolExecutor(max_workers=workers) as ex:
             results = list(ex.map(lambda j: _observe_batch(model, j[0], j[1], j[2], path, out_ix), jobs))
+        pairs = zip(jobs, results)
     else:
-        results = (_observe_batch(model, c, n, it, path, out_ix) for c, n, it in jobs)
+        pairs = (((c, n, it), _observe_batch(model, c, n, it, path, out_ix)) for c, n, it in jobs)
     best: dict[tuple[str, int], list] = {}
-    for (chunk, n, it), (heads, dev, mism, count) in zip(jobs, results):
+    for (chunk, n, it), (heads, dev, mism, count) in pairs:
         for name, (lk, w, r, e, scale, kd, rt, pth) in heads.items():
             allow = leak_rounding_allowance(scale, kd, it, n + 1, rounding_terms=rt, observed=lk)
             cur = best.get((name, n))

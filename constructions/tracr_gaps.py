@@ -32,7 +32,8 @@ import numpy as np
 
 from .errors import ParameterError
 from .exact import ExactEngine, RArr, add, attend_matrix, matmul, normalize
-from .gaps import all_tokens, count_words
+from .gaps import all_tokens
+from .words import count_words, word_count_text
 from .hard_model import HardModel
 
 _MIN64 = np.iinfo(np.int64).min
@@ -216,9 +217,8 @@ def analyse(hm: HardModel, n_max: int, *, limit: int = EXHAUSTIVE_LIMIT, progres
         raise ParameterError(f"n_max must be >= 1, got {n_max}")
     hm.check_length(n_max)
     k = len(hm.alphabet)
-    total = count_words(k, n_max)
-    if total > limit:
-        raise ParameterError(f"{total} words of length <= {n_max}: more than the exhaustive limit {limit}; the "
+    if count_words(k, n_max, cap=limit) > limit:
+        raise ParameterError(f"{word_count_text(k, n_max)} words of length <= {n_max}: more than the exhaustive limit {limit}; the "
                              "premises could not be established")
     t0 = time.perf_counter()
     eng = ExactEngine(hm)

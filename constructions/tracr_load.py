@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import ModelFormatError
-from .modelfile import read_json_file
+from .jsonfile import read_json_file
 from .tracr import TracrModel, UnsupportedModel, bos_convention, parse_labels
 
 # ---------------------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ import sympy as sp
 
 from ..bounds.derive import evaluate
 from ..constructions.exact import ExactEngine, to_float
-from ..constructions.gaps import GapReport, all_tokens, count_words, read_rows
+from ..constructions.gaps import GapReport, all_tokens, read_rows
+from ..constructions.words import count_words
 from ..constructions.engine import forward
 from ..constructions.hard_model import HardModel
 from .pipeline import Construction
@@ -39,7 +40,7 @@ def model_families(c: Construction, report: GapReport, n_max: int, *, exhaustive
     k = len(alph)
     exh = []
     for L in range(1, n_max + 1):
-        if count_words(k, L) > exhaustive_words:
+        if count_words(k, L, cap=exhaustive_words) > exhaustive_words:
             break
         for tok in all_tokens(k, L):
             exh.extend(tuple(alph[t - 1] for t in row) for row in tok)

@@ -55,16 +55,18 @@ from ..constructions.errors import CertificateError, NotSimulable, ParameterErro
 from ..constructions.exact import ExactEngine
 from ..constructions.gap_tasks import TASK_WORKERS
 from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS, GapReport,
-                                  HeadGap, OutputMargin, TieBreak, analyse_gaps, count_words, plan_tie_breaks,
-                                  read_rows, same_hard_outputs, tie_break)
+                                  HeadGap, OutputMargin, TieBreak, analyse_gaps, plan_tie_breaks, read_rows,
+                                  same_hard_outputs, tie_break)
 from ..constructions.hard_model import HardModel, ModelSpec
 from ..constructions.modelfile import doc_sha256, model_from_doc
+from ..constructions.words import count_words, word_count_text
 from ..constructions.parameters import to_fraction
 from . import certificate
 from .check import ProofCache
 from .claims import frac_str, parse_frac
 from .model_numeric import check_numeric, model_families, observe_model
 from .pipeline import Construction
+from .precision import model_float64_premise
 from .replay import Kind, VerifyReport
 
 #: most words an exhaustive premise may cover for ``verify`` to re-run the enumeration
@@ -141,7 +143,8 @@ def epsilon_from_margin(rep: GapReport) -> Fraction:
     margin is 0 (a hard output exactly at its threshold)."""
     ms = [o.margin for o in rep.outputs.values() if o.margin is not None]
     if not ms:
-        raise ParameterError("--epsilon margin needs a boolean or categorical output")
+        raise ParameterError("--epsilon margin (the default) needs a boolean or categorical output; give --epsilon E, "
+                             "the target output error (exact, e.g. 1/4)")
     m = min(ms)
     if m <= 0:
         raise ParameterError("--epsilon margin: some hard output sits exactly at its threshold (margin 0)")
@@ -153,7 +156,7 @@ def resolved_method(method: str, k: int, n_max: int, exhaustive_limit: int) -> s
     """The analysis a ``method`` option runs on ``k`` symbols up to ``n_max``: ``auto`` is
     exhaustive when there are at most ``exhaustive_limit`` words."""
     if method == "auto":
-        return "exhaustive" if count_words(k, n_max) <= exhaustive_limit else "searched"
+        return "exhaustive" if count_words(k, n_max, cap=exhaustive_limit) <= exhaustive_limit else "searched"
     if method not in ("exhaustive", "searched"):
         raise ParameterError(f"method must be auto, exhaustive or searched, got {method!r}")
     return method
@@ -179,6 +182,7 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
         epsilon = check_epsilon(epsilon)
     if n_max < 1:
         raise ParameterError(f"--n-max must be >= 1, got {n_max}")
+    count_words(len(spec.alphabet), n_max)  # the certificate's total_words: refuse beyond its limit first
     if tie_break_mode not in ("auto", "off"):
         raise ParameterError(f"tie-break mode must be auto or off, got {tie_break_mode!r}")
     hm0 = spec.canonical()
@@ -204,7 +208,7 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
         witness = [w for h in rep0.heads.values() for w in (h.word, h.word_untied) if w is not None]
         limit = count_words(len(hm.alphabet), n_max) if method == "exhaustive" else exhaustive_limit
         ok, bad, cnt = same_hard_outputs(hm0, hm, n_max, limit=limit, words=witness)
-        same = {"same": ok, "words_compared": cnt, "exhaustive": count_words(len(hm.alphabet), n_max) <= limit,
+        same = {"same": ok, "words_compared": cnt, "exhaustive": count_words(len(hm.alphabet), n_max, cap=limit) <= limit,
                 "first_difference": None if bad is None else list(bad)}
         if not ok:
             raise NotSimulable(f"the tie-broken model's hard outputs differ from the original's on {''.join(bad)!r}; "
@@ -394,6 +398,7 @@ def assemble(c: Construction, an: ModelAnalysis, *, inv_tau: Fraction, n_lo: int
     cert["analysis"] = analysis_json(c, an)
     cert["composed"] = COMPOSED
     cert["status"] = combine_status(cert["status"], cert["premises"]["status"])
+    cert["precision"] = {"float64_premise": model_float64_premise(an.hm, an.report)}
     return cert
 
 
@@ -494,15 +499,16 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, tuple[Construction, Mode
                                f"the length {n_max} the gap premises were established for (source.n_max)", path=where)
     opts = dict(cert["analysis"]["options"])
     method = opts.pop("method")
-    total = count_words(len(spec.alphabet), n_max)
     limit = verify_exhaustive_limit()
+    total = count_words(len(spec.alphabet), n_max, cap=max(limit, opts.get("exhaustive_limit", 0)))
+    words = word_count_text(len(spec.alphabet), n_max)
     if method == "exhaustive" and total > limit:
-        raise CertificateError(f"premises: the exhaustive premise covers {total} words, more than verify re-runs "
+        raise CertificateError(f"premises: the exhaustive premise covers {words} words, more than verify re-runs "
                                f"({limit}; {VERIFY_EXHAUSTIVE_LIMIT} per Dask worker, 'verify --workers K'); it "
                                "cannot be re-established here, so the certificate is not verified", path="premises")
     if method == "searched" and limit < total <= opts.get("exhaustive_limit", 0):
         raise CertificateError(f"analysis.options.exhaustive_limit: a tie-break's hard outputs were compared on all "
-                               f"{total} words, more than verify re-runs ({limit})",
+                               f"{words} words, more than verify re-runs ({limit})",
                                path="analysis.options.exhaustive_limit")
     # tie-break "auto": a certificate made with "off" has no UHA tie (a tie is gap 0: not
     # simulable), so "auto" plans no tie-break for it either

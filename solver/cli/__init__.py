@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import io
 import json
+import os
 import sys
 from importlib import import_module
 from types import ModuleType
@@ -32,7 +34,8 @@ from types import ModuleType
 from ... import __version__
 from ...constructions.errors import SofthardError
 from . import bound, certify, confirm, gap, hahn, plot, run, verify
-from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, Parser, UsageErrors, attach_negative_values, value_options
+from .options import (EXIT_BAD_INPUT, EXIT_INTERNAL, Parser, UsageErrors, attach_negative_values, one_line,
+                      value_options)
 
 #: command -> (the module defining its parser, the dotted name of its handler module); in the
 #: order ``softhard --help`` lists them
@@ -75,6 +78,19 @@ def build_parser() -> argparse.ArgumentParser:
     return build_parsers()[0]
 
 
+#: exit status when stdout is closed early (``| head``): 128 + SIGPIPE, as a shell tool
+EXIT_BROKEN_PIPE = 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # not a real file (in-process capture)
+        pass
+
+
 def main(argv=None) -> int:
     """Run one ``softhard`` command line (default ``sys.argv[1:]``); returns the exit status."""
     ap, parsers = build_parsers()
@@ -92,18 +108,21 @@ def main(argv=None) -> int:
             return handler.handle(args)
     except SofthardError as e:
         code = getattr(e, "exit_code", EXIT_BAD_INPUT)
-        print(f"softhard: error: {e}", file=sys.stderr)
+        print(f"softhard: error: {one_line(str(e))}", file=sys.stderr)
         if getattr(args, "json", False):  # scripts reading stdout get a JSON object too
             print(json.dumps({"error": str(e), "kind": type(e).__name__, "exit": code}))
         return code
     except KeyboardInterrupt:
         print("softhard: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # stdout closed early (`softhard ... | head`): stop quietly, like a tool killed by SIGPIPE
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as e:  # noqa: BLE001 — a bug in softhard, not bad input: one line, exit 3
         if args.debug:
             raise
-        print(f"softhard: internal error: {type(e).__name__}: {e} (a bug in softhard, not in your input; "
-              "'softhard --debug ...' prints the traceback)", file=sys.stderr)
+        print(f"softhard: internal error: {type(e).__name__}: {one_line(str(e))} (a bug in softhard, not in your "
+              "input; 'softhard --debug ...' prints the traceback)", file=sys.stderr)
         if getattr(args, "json", False):
             print(json.dumps({"error": str(e), "kind": type(e).__name__, "exit": EXIT_INTERNAL}))
         return EXIT_INTERNAL

@@ -31,7 +31,8 @@ def add_arguments(p) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--tau", type=list_of(tau_option), default=None,
                    help="the temperature to certify, exact (e.g. 1/5000)")
-    g.add_argument("--find-tau", action="store_true", help="find and certify the largest tau (smallest 1/tau)")
+    g.add_argument("--find-tau", action="store_true",
+                   help="find and certify the largest tau (smallest 1/tau); the default when --tau is not given")
     p.add_argument("-o", "--output", default=None,
                    help="write the certificate to this file (atomically); a batch (or a path ending in '/') writes "
                         "one certificate per job into this directory, with stable names")
@@ -45,8 +46,9 @@ def add_arguments(p) -> None:
                    help="certify a hard-attention model file (THEORY §6) instead of a formula; repeat it, or give a "
                         "directory (its *.json) or a glob, for a batch")
     p.add_argument("--epsilon", type=list_of(), default=None,
-                   help="with --model: the target output error, exact (e.g. 1/4), or 'margin' (just below the "
-                        "smallest rounding margin of the boolean/categorical outputs, so rounded outputs are equal)")
+                   help="with --model or --tracr: the target output error, exact (e.g. 1/4), or 'margin' (just "
+                        "below the smallest rounding margin of the boolean/categorical outputs, so rounded outputs "
+                        "are equal). Default: margin, for both")
     add_gap_options(p)
     # Tracr exports (docs/tracr.md)
     p.add_argument("--tracr", action="append", default=None, metavar="MODEL",

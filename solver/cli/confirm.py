@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from .options import add_formula_options, nonneg_int, positive_int, tau_option
 
+#: default budget of ``--max-positions`` (exhaustive + random + adversarial positions)
+DEFAULT_MAX_POSITIONS = 10**8
+
 HELP = "numeric confirmation of the node bounds on many inputs"
 DESCRIPTION = ("Run the soft transformer on (a) every word up to --exhaustive-len, (b) --random random words up to "
                "--n-max, (c) adversarial words per node, and compare each node's worst leak with its bound "
@@ -18,5 +21,9 @@ def add_arguments(p) -> None:
                    help="all words up to this length (default 10)")
     p.add_argument("--random", type=nonneg_int("--random"), default=1000, help="number of random words (default 1000)")
     p.add_argument("--seed", type=nonneg_int("--seed"), default=0, help="random seed (>= 0)")
+    p.add_argument("--max-positions", type=positive_int("--max-positions"), default=DEFAULT_MAX_POSITIONS,
+                   help="refuse a run over more word positions than this, estimated before it starts (exhaustive + "
+                        f"random + adversarial words, BOS included; default {DEFAULT_MAX_POSITIONS:.0e}, about a "
+                        "minute or two of CPU for a 10-node construction)")
     p.add_argument("--tau", type=tau_option, default=None,
                    help="fixed temperature for every length (default: the tight 1/tau(n) at each length)")

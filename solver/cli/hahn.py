@@ -15,7 +15,8 @@ DESCRIPTION = ("For a bounded-positional-embedding model at one fixed temperatur
 
 
 def add_arguments(p) -> None:
-    add_formula_options(p, formula_nargs="?", formula_help=FORMULA_HELP + " (omit with --model)")
+    add_formula_options(p, formula_nargs="?", regime=False,
+                        formula_help=FORMULA_HELP + " (omit with --model); its regime T (bounded PE) construction")
     p.add_argument("--model", default=None, metavar="FILE", help="model file instead of a formula")
     p.add_argument("--tau", type=tau_option, required=True, help="the fixed temperature, exact (e.g. 1/4)")
     p.add_argument("--change-at", default="n-1", help="position of the changed symbol: n-c or c (default n-1)")

@@ -32,6 +32,14 @@ class UsageErrors:
     json: bool = False
 
 
+def one_line(text: str) -> str:
+    """``text`` with every non-printable character (newlines, NEL, control characters: from an
+    argument or a file name echoed back) written as its escape, so a message stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line and exit status 2 (with ``--json``, also one
     JSON object on stdout).  ``usage_errors``: the shared :class:`UsageErrors`."""
@@ -41,6 +49,7 @@ class Parser(argparse.ArgumentParser):
         self.usage_errors = usage_errors if usage_errors is not None else UsageErrors()
 
     def error(self, message):
+        message = one_line(message)
         if self.usage_errors.json:
             print(json.dumps({"error": message, "kind": "UsageError", "exit": EXIT_BAD_INPUT}))
         self.exit(EXIT_BAD_INPUT, f"softhard: error: {message} (see 'softhard {self.prog.split()[-1]} --help')\n"
@@ -172,36 +181,45 @@ FORMULA_HELP = "an inline formula (e.g. 'a S b') or a .ltl file declaring alphab
 
 
 def add_formula_options(p: argparse.ArgumentParser, *, formula_nargs: str | None = None,
-                        formula_help: str = FORMULA_HELP, grid: bool = False) -> None:
+                        formula_help: str = FORMULA_HELP, grid: bool = False, regime: bool = True) -> None:
     """The formula argument and the construction's options (regime, alphabet, eta, beta,
     comparator, eps-ln), and ``--json``.  ``formula_nargs="?"``: the formula may be omitted (a
     command with another source, or a default example).  ``grid``: regime, eta, beta, comparator
-    and eps-ln take comma-separated lists (:func:`list_of`; ``certify``'s batches)."""
+    and eps-ln take comma-separated lists (:func:`list_of`; ``certify``'s batches).
+    ``regime=False``: no ``--regime`` (a command with one regime offers no choice it would refuse)."""
     g = list_of if grid else (lambda conv=None: conv)
     if formula_nargs is None:
         p.add_argument("formula", metavar="FORMULA_OR_FILE", help=formula_help)
     else:
         p.add_argument("formula", metavar="FORMULA_OR_FILE", nargs=formula_nargs, default=None, help=formula_help)
-    p.add_argument("--regime", **({"type": list_of(choice_option("--regime", REGIMES))} if grid else
-                                  {"choices": list(REGIMES)}), default="T",
-                   help="T: bounded PE j/n, temperature tau(n) shrinking with n; U: unbounded PE j, one fixed "
-                        "tau (THEORY §1, §4); P: U plus j^2 and (-1)^j, needed by even()/odd() (THEORY §5). "
-                        "Default T")
+    if regime:
+        add_regime_option(p, grid=grid)
     p.add_argument("--alphabet", default=None,
                    help="alphabet of an inline formula: a string of one-character symbols (default: the "
                         "symbols the formula mentions); given with a .ltl file, it replaces the file's alphabet")
     p.add_argument("--eta", type=g(), default="1/4", help="clean-up margin eta in (0, 1/2), exact (e.g. 1/4); default 1/4")
     p.add_argument("--beta", type=g(), default="1/4", help="regime T tie-break weight, 0 < beta <= 1/4; default 1/4")
-    p.add_argument("--comparator", **({"type": list_of(choice_option("--comparator", ("ln", "head", "pe")))} if grid
-                                      else {"choices": ["ln", "head", "pe"]}), default=None,
-                   help="how count comparisons are built (THEORY §5): ln = layer norm of [F, -F] (exact at "
-                        "eps_ln = 0), head = temperature-scaled comparator head (1/tau = Theta(n)), pe = "
-                        "unbounded-PE comparator head (regimes U, P: one tau for all n). Default: pe in regimes "
-                        "U and P, head in regime T")
+    comparators = ("how count comparisons are built (THEORY §5): ln = layer norm of [F, -F] (exact at eps_ln = 0), "
+                   "head = temperature-scaled comparator head (1/tau = Theta(n))")
+    choices = ("ln", "head", "pe") if regime else ("ln", "head")
+    p.add_argument("--comparator", **({"type": list_of(choice_option("--comparator", choices))} if grid
+                                      else {"choices": list(choices)}), default=None,
+                   help=comparators + (", pe = unbounded-PE comparator head (regimes U, P: one tau for all n). "
+                                       "Default: pe in regimes U and P, head in regime T" if regime else
+                                       ". Default head"))
     p.add_argument("--eps-ln", type=g(), default=None,
                    help="layer-norm epsilon >= 0 of the ln comparator, exact (e.g. 1e-12). Default 0 (exact); "
                         "certify --find-tau searches the largest certifiable value when this is not given")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of tables")
+
+
+def add_regime_option(p: argparse.ArgumentParser, *, grid: bool = False) -> None:
+    """``--regime T|U|P`` (default T); ``grid``: a comma-separated list (:func:`list_of`)."""
+    p.add_argument("--regime", **({"type": list_of(choice_option("--regime", REGIMES))} if grid else
+                                  {"choices": list(REGIMES)}), default="T",
+                   help="T: bounded PE j/n, temperature tau(n) shrinking with n; U: unbounded PE j, one fixed "
+                        "tau (THEORY §1, §4); P: U plus j^2 and (-1)^j, needed by even()/odd() (THEORY §5). "
+                        "Default T")
 
 
 def add_gap_options(p: argparse.ArgumentParser) -> None:

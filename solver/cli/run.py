@@ -19,6 +19,8 @@ def add_arguments(p) -> None:
     p.add_argument("--tau", type=tau_option, default=None,
                    help="temperature tau > 0 (e.g. 1/1000). Default: the closed-form tau*(n, eta) that the node "
                         "bounds require (regime T: at the word's length; regime U: one tau for all n)")
+    p.add_argument("--summary", action="store_true", help="print one line (the verdicts and how many positions "
+                                                                "differ) instead of one row per position")
     p.add_argument("--model", default=None, metavar="FILE", help="run a model file instead of a formula")
     p.add_argument("--tie-break", choices=["auto", "off"], default="auto",
                    help="with --model: add the UHA tie-break beta*j/n exactly as 'certify --model' does "

@@ -5,7 +5,6 @@ word-by-word reference computed here."""
 from __future__ import annotations
 
 import itertools
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from softhard.constructions import gap_tasks
 from softhard.constructions.exact import ExactEngine
 from softhard.constructions.gaps import analyse_gaps
 from softhard.constructions.modelfile import parse_model
+from softhard.constructions.words import count_words
 from softhard.constructions.random_models import random_model_doc
 
 
@@ -28,7 +28,7 @@ def test_tasks_cover_every_word_once_in_product_order(k, n_max, chunks, monkeypa
         # the blocks are the whole length's blocks (all_tokens), cut at the same places
         blocks = [blk.tolist() for t in tasks if t[0] == n for blk in gap_tasks.task_tokens(k, t)]
         assert blocks == [b.tolist() for b in gap_tasks.all_tokens(k, n)]
-    assert sum(t[2] - t[1] for t in tasks) == gap_tasks.count_words(k, n_max) == sum(k**n for n in range(1, n_max + 1))
+    assert sum(t[2] - t[1] for t in tasks) == count_words(k, n_max) == sum(k**n for n in range(1, n_max + 1))
 
 
 def uha_model(seed: int):

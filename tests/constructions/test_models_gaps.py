@@ -171,3 +171,43 @@ def test_aha_tie_counts_whose_lcm_exceeds_int64():
     assert run.heads["seen_a"].gap(0, 45) == Fraction(1, 2)
     rep = analyse_gaps(hm, 45, search_words=300, seed=0)
     assert rep.heads["seen_a"].gap == Fraction(1, 2) and rep.heads["seen_a"].ties_max == 45
+
+
+def test_word_counts_closed_form_and_capped():
+    """count_words is Σ k^n in closed form (it summed n_max powers: ``gap --n-max 10^60`` hung);
+    with a cap it is min(count, cap + 1) for any n_max; beyond 10^4000 words (a certificate's
+    JSON integer) it is refused naming --n-max (``certify --model --n-max 20000`` crashed with
+    Python's 4300-digit int/str limit)."""
+    from softhard.constructions.errors import ParameterError
+    from softhard.constructions.words import count_words, word_count_text
+    for k in (1, 2, 3, 5):
+        for n in range(1, 30):
+            want = sum(k ** i for i in range(1, n + 1))
+            assert count_words(k, n) == want
+            for cap in (0, 1, 10, 1000, 10**6):
+                assert count_words(k, n, cap=cap) == min(want, cap + 1)
+    assert count_words(2, 10**60, cap=20_000) == 20_001
+    assert word_count_text(2, 10**60) == f"about 10^{int(10**60 * math.log10(2))}"
+    assert word_count_text(2, 3) == "14"
+    with pytest.raises(ParameterError, match=r"--n-max <= 13287"):
+        count_words(2, 20_000)
+    assert len(str(count_words(2, 13_287))) <= 4001
+
+
+def test_exhaustive_beyond_its_limit_is_refused_naming_the_option(capsys):
+    """Issue 15 H1: ``gap --method exhaustive --n-max 20`` (2^21 - 2 words) ran with no cap."""
+    assert main(["gap", "--model", str(EXAMPLE), "--n-max", "20", "--method", "exhaustive"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "2097150 words" in err and "--exhaustive-limit" in err
+    assert 2 ** 21 - 2 == 2097150
+    # within a raised limit it runs (and agrees with auto below the limit)
+    assert main(["gap", "--model", str(EXAMPLE), "--n-max", "4", "--method", "exhaustive",
+                 "--exhaustive-limit", "30", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["report"]["words"] == 30
+
+
+def test_model_certify_beyond_countable_lengths_is_refused_first(capsys):
+    assert main(["certify", "--model", str(EXAMPLE), "--n-max", "20000", "--epsilon", "1/4", "--tau", "1/100",
+                 "--no-numeric"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--n-max <= 13287" in err

@@ -227,7 +227,7 @@ def test_default_example_and_bad_input(tmp_path, capsys):
     assert "tomita4" in capsys.readouterr().out
     for argv in (["certify", "Y a", "--tau", "0"], ["certify", "Y a", "--tau", "nan"],
                  ["certify", "Y a", "--eta", "1/2", "--find-tau"], ["certify", "Y a", "--n-max", "0", "--find-tau"],
-                 ["certify", "Y a"], ["certify", "Y (", "--find-tau"], ["verify", str(tmp_path / "missing.json")]):
+                 ["certify", "Y (", "--find-tau"], ["verify", str(tmp_path / "missing.json")]):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "Traceback" not in err, err
@@ -262,11 +262,16 @@ def test_find_tau_beyond_float64_lengths(formula, alphabet, n_max):
     assert rep.ok, rep.problems
 
 
-def test_certify_reports_the_input_before_a_missing_tau(tmp_path, capsys):
-    """A newcomer's first mistake is usually the input: it is reported before --tau/--find-tau."""
+def test_certify_reports_the_input_first_and_defaults_to_find_tau(tmp_path, capsys):
+    """A newcomer's first mistake is usually the input: it is reported first; without --tau,
+    certify searches the largest certifiable tau (--find-tau, issue 15)."""
     assert main(["certify", str(tmp_path / "nofile.ltl")]) == 2
     assert "nofile.ltl" in capsys.readouterr().err
     assert main(["certify", "Y ("]) == 2
     assert ":1:" in capsys.readouterr().err  # the syntax error, with its position
-    assert main(["certify", "Y a"]) == 2
-    assert "give exactly one of --tau T and --find-tau" in capsys.readouterr().err
+    assert main(["certify", "Y a", "--n-max", "10", "--no-numeric", "--json"]) == 0
+    searched = json.loads(capsys.readouterr().out)
+    assert main(["certify", "Y a", "--n-max", "10", "--no-numeric", "--json", "--find-tau"]) == 0
+    explicit = json.loads(capsys.readouterr().out)
+    assert searched["construction"]["tau"] == explicit["construction"]["tau"]
+    assert searched["construction"]["tau_choice"] == explicit["construction"]["tau_choice"] != "given"

@@ -214,11 +214,13 @@ def test_searched_premise_gives_unknown_status(tmp_path, capsys):
         assert where in fields, (where, rep.problems)
 
 
-def test_certify_model_needs_epsilon_and_reports_not_simulable(tmp_path, capsys):
-    rc = main(["certify", "--model", str(EXAMPLE), "--n-max", "4", "--find-tau"])
-    assert rc == 2 and "--epsilon" in capsys.readouterr().err
+def test_certify_model_epsilon_default_and_not_simulable(tmp_path, capsys):
+    # --epsilon defaults to margin (as for --tracr); a model with only numerical outputs needs one
     p = tmp_path / "u.json"
     p.write_text(json.dumps(uha_doc()))
+    rc = main(["certify", "--model", str(p), "--n-max", "4", "--find-tau"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--epsilon margin (the default) needs a boolean or categorical output" in err
     rc = main(["certify", "--model", str(p), "--n-max", "5", "--epsilon", "1/10", "--find-tau", "--tie-break", "off"])
     err = capsys.readouterr().err
     assert rc == 1 and "not simulable this way" in err and "gap 0" in err

@@ -13,39 +13,16 @@ from ....bounds import selection as S
 from ....bounds.core import asymptotic_order
 from ....bounds.derive import evaluate, in_tau, latex, required_inv_tau
 from ..options import EXIT_OK
-from .console import fmt, stdout_console
+from .console import fmt, progress, stdout_console
 from .formula import formula_construction
 
 
 def handle(args) -> int:
     """Per attention node: its bound, the 1/tau it needs at ``--n-max`` and its growth order."""
-    c = formula_construction(args)
+    with progress("deriving the node bounds") as say:
+        c = formula_construction(args)
+        nodes = node_rows(c, args.n_max, say)
     nmax = args.n_max
-    subs = {S.beta: sp.Rational(c.beta.numerator, c.beta.denominator),
-            S.eta: sp.Rational(c.eta.numerator, c.eta.denominator)}
-    nodes = []
-    for v, nb in c.bounds.items():
-        b = nb.bound
-        order, const = asymptotic_order(sp.simplify(b.inv_tau_star.subs(subs)))
-        gen_star = b.inv_tau_star_generic
-        gorder = asymptotic_order(gen_star.subs(subs))[0] if gen_star is not None else None
-        req = (float(required_inv_tau(in_tau(b, c.params.exact()), n_value=nmax, eta_value=c.eta, beta_value=c.beta))
-               if nmax >= b.n_min else 0.0)
-        gen = (float(required_inv_tau(b.generic, n_value=nmax, eta_value=c.eta, beta_value=c.beta))
-               if nmax >= 2 and b.generic is not None else None)
-        closed = float(evaluate(b.inv_tau_star, n_value=max(nmax, b.n_min), inv_tau=1, beta_value=c.beta,
-                                eta_value=c.eta))
-        nodes.append({
-            "node": v, "operator": nb.operator, "layer": nb.layer, "kind": b.kind, "key_const": b.key_const,
-            "parameter": str(b.parameter),
-            "leak_bound": str(b.leak), "leak_bound_latex": latex(b.leak),
-            "all_n_bound": None if b.all_n is None else str(b.all_n),
-            "generic_bound": None if b.generic is None else str(b.generic), "gap": str(b.gap),
-            "inv_tau_required": req, "inv_tau_closed_form": closed, "inv_tau_generic": gen,
-            "closed_form": str(b.inv_tau_star), "closed_form_latex": latex(b.inv_tau_star),
-            "order": order, "order_constant": str(const), "generic_order": gorder,
-            "attained_by": b.attained_by, "valid_for_n_ge": b.n_min, "source": b.source,
-        })
     required = {}
     for x in nodes:
         required[x["parameter"]] = max(required.get(x["parameter"], 0.0), x["inv_tau_required"])
@@ -89,3 +66,35 @@ def handle(args) -> int:
             con.print(f"[bold]bound for all n[/bold]: {x['all_n_bound']}")
     con.print(f"\n{result['composed']}")
     return EXIT_OK
+
+
+def node_rows(c, nmax: int, say) -> list[dict]:
+    """Per attention node of the construction ``c``: its bound, the 1/tau it needs at ``nmax``
+    (float), the closed form and growth orders (``bound``'s JSON rows)."""
+    subs = {S.beta: sp.Rational(c.beta.numerator, c.beta.denominator),
+            S.eta: sp.Rational(c.eta.numerator, c.eta.denominator)}
+    nodes = []
+    for v, nb in c.bounds.items():
+        say(f"node {v}")
+        b = nb.bound
+        order, const = asymptotic_order(sp.simplify(b.inv_tau_star.subs(subs)))
+        gen_star = b.inv_tau_star_generic
+        gorder = asymptotic_order(gen_star.subs(subs))[0] if gen_star is not None else None
+        req = (float(required_inv_tau(in_tau(b, c.params.exact()), n_value=nmax, eta_value=c.eta, beta_value=c.beta))
+               if nmax >= b.n_min else 0.0)
+        gen = (float(required_inv_tau(b.generic, n_value=nmax, eta_value=c.eta, beta_value=c.beta))
+               if nmax >= 2 and b.generic is not None else None)
+        closed = float(evaluate(b.inv_tau_star, n_value=max(nmax, b.n_min), inv_tau=1, beta_value=c.beta,
+                                eta_value=c.eta))
+        nodes.append({
+            "node": v, "operator": nb.operator, "layer": nb.layer, "kind": b.kind, "key_const": b.key_const,
+            "parameter": str(b.parameter),
+            "leak_bound": str(b.leak), "leak_bound_latex": latex(b.leak),
+            "all_n_bound": None if b.all_n is None else str(b.all_n),
+            "generic_bound": None if b.generic is None else str(b.generic), "gap": str(b.gap),
+            "inv_tau_required": req, "inv_tau_closed_form": closed, "inv_tau_generic": gen,
+            "closed_form": str(b.inv_tau_star), "closed_form_latex": latex(b.inv_tau_star),
+            "order": order, "order_constant": str(const), "generic_order": gorder,
+            "attained_by": b.attained_by, "valid_for_n_ge": b.n_min, "source": b.source,
+        })
+    return nodes

@@ -22,12 +22,13 @@ def print_formula_certificate(cert: dict, path=None) -> None:
     rng = cert["range"]
     rtxt = f"n >= {rng['n_min']} (all n)" if rng["all_n"] else f"{rng['n_min']} <= n <= {rng['n_max']}"
     con.print(f"[bold]{cons['title']}[/bold]")
-    con.print(f"regime {cons['regime']} ({cons['positional']}), params {cons['params']}, "
+    con.print(f"regime {cons['regime']} ({cons['positional']}), {params_text(cons['params'])}, "
               f"tau = {cons['tau']} (1/tau = {cons['inv_tau_decimal']}, {cons['tau_choice']}), {rtxt}")
     t = Table(show_header=True, header_style="bold", caption="bound: the node's error bound at n_max and the chosen "
               "tau (its formula: 'softhard bound', or nodes[].bound in the certificate); time: solver seconds per "
-              "claim; arb: the independent interval re-check; obs/bound: worst observed leak / bound (numeric "
-              "tightness)", caption_justify="left")
+              "claim; arb: the independent interval re-check ('ok n<=2^40': it covers every n up to 2^40, "
+              "where ball arithmetic stops; the Z3 proof covers all n); obs/bound: worst observed leak / bound "
+              "(numeric tightness)", caption_justify="left")
     for col, mw in (("node", 28), ("op", 7), ("layer", 5), ("kind", 14), ("bound", 11), ("condition", 26),
                     ("status", 16), ("time", 6), ("arb", 10), ("obs/bound", 9)):
         t.add_column(col, overflow="fold", max_width=mw)
@@ -44,7 +45,7 @@ def print_formula_certificate(cert: dict, path=None) -> None:
             sc = cl["second_check"]
             arb = sc["status"]
             if sc["status"] == "unknown" and "unbounded" in (sc.get("reason") or ""):
-                arb = "ok to 2^40"
+                arb = "ok n<=2^40"  # the caption explains it
         t.add_row(nd["node"], nd["operator"], str(nd["layer"]), f"{nd['kind']} {cons['regime']}",
                   bound_at.get(nd["claim"], "0") if cl else "0",
                   f"<= {cl['tolerance']}, {rng_txt}" if cl else "exact",
@@ -75,7 +76,24 @@ def print_formula_certificate(cert: dict, path=None) -> None:
         con.print(numeric_verdict(num["inv_tau_float"], num["families"], num["mismatched_outputs"],
                                   num.get("mismatched_outputs_unguarded", 0), num.get("premise_failures", 0),
                                   num["ok"]))
+    print_float64_premise(con, cert)
     con.print(status_line(cert, path))
+
+
+def params_text(params: dict) -> str:
+    """``beta = 1/4, eta = 1/4`` (a parameter dict for people; None values left out)."""
+    return ", ".join(f"{k} = {v}" for k, v in params.items() if v is not None) or "no parameters"
+
+
+def print_float64_premise(con, cert: dict) -> None:
+    """The float64 premise (precision.float64_premise) when it does not plainly hold: the claims
+    are about exact arithmetic, and a float64 run of the construction is not covered."""
+    prem = (cert.get("precision") or {}).get("float64_premise")
+    if not prem or prem["status"] == "holds":
+        return
+    colr = "red" if prem["status"] == "fails" else "yellow"
+    con.print(f"float64 premise: [{colr}]{prem['status']}[/{colr}] — {'; '.join(prem['reasons'])} (the status below "
+              "is for exact arithmetic; a float64 transformer run of this construction is not covered by it)")
 
 
 def bounds_at_n_max(cert: dict) -> dict[str, str]:
@@ -157,6 +175,7 @@ def print_model_certificate(cert: dict, path=None) -> None:
                       f"{r['bound']:.3g} at n = {r['n']})")
     extra = "" if cert["status"] != "unknown" or pr["status"].startswith("established") else \
         " (claims conditional on premises found by search, not proved)"
+    print_float64_premise(con, cert)
     con.print(status_line(cert, path, extra))
 
 
@@ -212,7 +231,7 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
                       + ", ".join(f"z={c['z']}: {fmt(c['margin_decimal'], 4) if c['margin'] else 'inf'}"
                                   + (" (on a ramp)" if c["slope"] else "") for c in an["contexts"]))
             con.print(f"  tolerated input error r_min = {an['r_min']} ({fmt(an['r_min_decimal'], 6)}); slopes there "
-                      f"{ {k: v for k, v in an['slopes'].items() if v != '0'} } (Lipschitz bound would be "
+                      f"{', '.join(f'{k}: {v}' for k, v in an['slopes'].items() if v != '0') or 'all 0'} (Lipschitz bound would be "
                       f"{max((Fraction(v) for v in an['lipschitz'].values()), default=0)})")
             con.print(f"  resolution condition: {mm['condition']['text']}")
         dec = mm.get("decoder")

@@ -30,7 +30,7 @@ from ...tracr import certify_tracr
 from ..options import EXIT_FAIL
 from .batch import certify_jobs, is_batch, run_certify_batch
 from .certificates import print_formula_certificate, print_model_certificate, print_tracr_certificate
-from .console import certified_exit, stderr_console
+from .console import certified_exit, progress
 from .formula import eps_ln_option, formula_construction
 
 #: certified when ``softhard certify`` is given no source (Tomita 4: binary words without 000)
@@ -61,19 +61,14 @@ def source_kind(args) -> str:
             raise ParameterError("give either a formula or --model, not both")
         return "model"
     if args.epsilon is not None:
-        raise ParameterError("--epsilon is for --model (formula certificates use --eta)")
+        raise ParameterError("--epsilon is for --model and --tracr (formula certificates use --eta)")
     return "formula"
 
 
-def _status(args, text: str):
-    """The progress spinner on stderr, and the callback that updates it (silent with ``--json``)."""
-    st = stderr_console().status(text, spinner="dots")
-    return st, ((lambda s: st.update(s)) if not args.json else (lambda s: None))
-
-
 def _check_range(args) -> None:
-    if args.tau is None and not args.find_tau:
-        raise ParameterError("give exactly one of --tau T and --find-tau")
+    """The length range; without --tau, --find-tau (the default: the largest certifiable tau)."""
+    if args.tau is None:
+        args.find_tau = True
     if args.n_min > args.n_max:
         raise ParameterError(f"--n-min {args.n_min} exceeds --n-max {args.n_max}")
 
@@ -93,8 +88,7 @@ def certify_formula(args) -> dict:
     tune = ("eps_ln",) if args.find_tau and eps_ln_option(args) is None and c.params.eps_ln is not None else ()
     if args.output:  # fail before the work if the output cannot be written
         check_output_path(args.output, force=args.force)
-    st, say = _status(args, "certifying")
-    with st:
+    with progress("certifying") as say:
         return certify(c, n_max=args.n_max, n_lo=args.n_min, tau=args.tau, find_tau=args.find_tau,
                        all_n=False if args.range_only else None, timeout_s=args.timeout, numeric=not args.no_numeric,
                        progress=say, tune=tune)
@@ -103,8 +97,8 @@ def certify_formula(args) -> dict:
 def certify_model_file(args) -> dict:
     """A model file's certificate (THEORY §6; docs/models.md): gap premises, composed bounds, τ.
     Raises :class:`NotSimulable` when a head has gap 0."""
-    if args.epsilon is None:
-        raise ParameterError("certify --model needs --epsilon E (the target output error, exact, e.g. 1/4)")
+    if args.epsilon is None:  # the default of --model and --tracr alike
+        args.epsilon = "margin"
     if args.exhaustive_limit > verify_exhaustive_limit():  # x workers on a Dask cluster (--workers K)
         raise ParameterError(f"--exhaustive-limit {args.exhaustive_limit} exceeds {verify_exhaustive_limit()}, the most "
                              "words 'softhard verify' re-enumerates (with the same --workers): such a certificate "
@@ -113,8 +107,7 @@ def certify_model_file(args) -> dict:
     if args.output:  # fail before the work if the output cannot be written
         check_output_path(args.output, force=args.force)
     spec = load_model(args.model)
-    st, say = _status(args, "analysing gaps")
-    with st:
+    with progress("analysing gaps") as say:
         c, an = build_model_construction(spec, n_max=args.n_max, epsilon=args.epsilon,
                                          tie_break_mode=args.tie_break, exhaustive_limit=args.exhaustive_limit,
                                          search_words=args.search_words, search_max_len=args.search_max_len,
@@ -139,8 +132,7 @@ def certify_tracr_export(args) -> dict:
     tm = load_tracr(args.tracr)
     if args.n is not None and args.n < 1:
         raise ParameterError(f"--n must be >= 1, got {args.n}")
-    st, say = _status(args, "analysing")
-    with st:
+    with progress("analysing") as say:
         return certify_tracr(tm, epsilon=eps, n_target=args.n, timeout_s=args.timeout, numeric=not args.no_numeric,
                              progress=say)
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import json
 
-from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from ....bounds.confirm import confirm
 from ....constructions.counting import adversarial_layernorm_words
-from ....constructions.simulate import adversarial_words, all_words, random_words
+from ....constructions.errors import ParameterError
+from ....constructions.simulate import RandomWords, adversarial_words, all_words, periodic_words
 from ..options import EXIT_FAIL, EXIT_OK
-from .console import fmt, numeric_verdict, stdout_console
+from .console import fmt, numeric_verdict, progress, stdout_console
 from .formula import formula_construction
 
 
@@ -37,17 +36,18 @@ def handle(args) -> int:
             break
         exh.extend(all_words(alph, k))
     adv_ns = sorted({k for k in (10, 100, args.n_max) if k <= args.n_max})
+    rnd = RandomWords(alph, args.random, args.n_max, seed=args.seed)  # generated lazily: memory O(chunk)
+    check_budget(c, exh, rnd, adv_ns, args.max_positions)
     adv = []
     for k in adv_ns:
         adv.extend(dict.fromkeys(adversarial_words(m, k, inv_tau(k)).values()))
         adv.extend(dict.fromkeys(adversarial_layernorm_words(m, k).values()))  # LN comparators
-    fams = {"exhaustive": exh, "random": random_words(alph, args.random, args.n_max, seed=args.seed),
+    fams = {"exhaustive": exh, "random": rnd,
             "adversarial": adv}
     fams = {k: v for k, v in fams.items() if v}
-    with Progress(console=Console(stderr=True), transient=True, disable=args.json) as prog:  # stdout stays clean
-        task = prog.add_task("confirming", total=len(fams) + 1)
+    with progress("confirming") as say:  # stderr: stdout stays clean
         conf = confirm(m, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta, key_pattern_ns=adv_ns,
-                       progress=lambda name: prog.update(task, advance=1, description=f"family {name}"))
+                       progress=lambda name: say(f"confirming: family {name}"))
     summ = conf.summary()
     lengths = sorted({ch.n for ch in conf.checks})
     temps = {str(k): float(inv_tau(k)) for k in lengths}
@@ -86,3 +86,18 @@ def handle(args) -> int:
         if not conf.ok:
             con.print("[red]BOUND OR CONSTRUCTION REFUTED[/red]")
     return EXIT_OK if conf.ok else EXIT_FAIL
+
+
+def check_budget(c, exh: list, rnd: RandomWords, adv_ns: list[int], max_positions: int) -> None:
+    """Refuse (:class:`ParameterError` naming ``--max-positions``) a confirmation over more word
+    positions than ``max_positions``, estimated before any run: every exhaustive and random word
+    (exactly: the random lengths are drawn first), and per adversarial length the periodic
+    candidates searched plus one word per head."""
+    heads = sum(len(b.heads) for b in c.model.blocks)
+    cands = len(periodic_words(c.spec.alphabet, 3))
+    adv = sum((cands + 2 * max(heads, 1)) * (k + 1) for k in adv_ns)
+    total = sum(len(w) + 1 for w in exh) + rnd.positions + adv
+    if total > max_positions:
+        raise ParameterError(f"this confirmation would run about {total:.3g} word positions (random words "
+                             f"{rnd.positions:.3g}, adversarial {adv:.3g}), more than --max-positions "
+                             f"{max_positions:.3g}; lower --n-max or --random, or raise --max-positions")

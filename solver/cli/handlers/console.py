@@ -3,8 +3,11 @@ print (a numeric confirmation's verdict, a certificate's status)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
+import time
 
 from rich.console import Console
 
@@ -24,6 +27,53 @@ def stdout_console() -> Console:
 def stderr_console() -> Console:
     """The console of progress displays (stdout stays clean for ``--json`` and pipes)."""
     return Console(stderr=True, highlight=False)
+
+
+#: a command shows progress once it has run this long, seconds (issue 15: "over about 2 s")
+PROGRESS_AFTER_S = 2.0
+#: off a terminal, one plain progress line at most this often, seconds
+PROGRESS_EVERY_S = 10.0
+
+
+@contextlib.contextmanager
+def progress(text: str):
+    """Progress of a long command on stderr (stdout stays clean for ``--json`` and pipes); yields
+    ``say(text)``, the callback that names the current step.  Nothing in the first
+    :data:`PROGRESS_AFTER_S` seconds; then, on a terminal, a transient rich spinner with the step,
+    and otherwise plain lines ``softhard: [12 s] step`` every :data:`PROGRESS_EVERY_S` seconds
+    (logs and CI see that a run is alive).  A daemon thread does the timing; it stops on exit."""
+    err = stderr_console()
+    state = {"text": text}
+    done = threading.Event()
+    t0 = time.perf_counter()
+
+    def say(s: str) -> None:
+        state["text"] = s
+        if live is not None:
+            live.update(s)
+
+    live = None
+    if err.is_terminal:
+        live = err.status(text, spinner="dots")
+
+        def show() -> None:
+            if not done.wait(PROGRESS_AFTER_S):
+                live.start()
+    else:
+        def show() -> None:
+            wait = PROGRESS_AFTER_S
+            while not done.wait(wait):
+                print(f"softhard: [{time.perf_counter() - t0:.0f} s] {state['text']}", file=sys.stderr, flush=True)
+                wait = PROGRESS_EVERY_S
+    timer = threading.Thread(target=show, daemon=True)
+    timer.start()
+    try:
+        yield say
+    finally:
+        done.set()
+        timer.join()
+        if live is not None:
+            live.stop()
 
 
 def fmt(x, digits: int = 6) -> str:

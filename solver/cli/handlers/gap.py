@@ -10,22 +10,23 @@ from rich.table import Table
 
 from ....constructions.gaps import analyse_gaps, plan_tie_breaks, tie_break
 from ....constructions.modelfile import load_model
-from .console import fmt, stdout_console
+from .console import fmt, progress, stdout_console
 
 
 def handle(args) -> int:
     """The gap report (and, with the tie-break, the report after it); exit 1 when a gap is 0."""
     spec = load_model(args.model)
     hm = spec.canonical()
-    rep = analyse_gaps(hm, args.n_max, exhaustive_limit=args.exhaustive_limit, search_words=args.search_words,
-                       search_max_len=args.search_max_len, seed=args.seed, method=args.method)
+    opts = dict(exhaustive_limit=args.exhaustive_limit, search_words=args.search_words,
+                search_max_len=args.search_max_len, seed=args.seed, method=args.method)
     after = None
     infos = []
-    betas = plan_tie_breaks(rep) if args.tie_break == "auto" else {}
-    if betas:
-        hm2, infos = tie_break(hm, betas, args.n_max, {h: rep.heads[h].gap_untied for h in betas})
-        after = analyse_gaps(hm2, args.n_max, exhaustive_limit=args.exhaustive_limit, search_words=args.search_words,
-                             search_max_len=args.search_max_len, seed=args.seed, method=args.method)
+    with progress("gap analysis") as say:
+        rep = analyse_gaps(hm, args.n_max, progress=say, **opts)
+        betas = plan_tie_breaks(rep) if args.tie_break == "auto" else {}
+        if betas:
+            hm2, infos = tie_break(hm, betas, args.n_max, {h: rep.heads[h].gap_untied for h in betas})
+            after = analyse_gaps(hm2, args.n_max, progress=lambda s: say(f"after the tie-break: {s}"), **opts)
     final = after or rep
     result = {"model": spec.name, "file": spec.path, "n_max": args.n_max, "report": rep.to_json(),
               "tie_break": [t.to_json() for t in infos] or None,

@@ -22,9 +22,6 @@ def handle(args) -> int:
     """Hahn's analysis of a model file or a formula's regime T construction at the fixed ``--tau``."""
     if (args.model is None) == (args.formula is None):
         raise ParameterError("give a formula (or .ltl file) or --model FILE")
-    if args.formula is not None and args.regime != "T":
-        raise ParameterError(f"hahn analyses the bounded-PE construction (regime T); regime {args.regime} has "
-                             "unbounded positional embeddings, where Hahn's lemma does not apply (THEORY §1)")
     eta = check_eta(to_fraction(args.eta, "--eta"))
     change = parse_change_at(args.change_at)
     spec_f = None
@@ -38,6 +35,9 @@ def handle(args) -> int:
         doc = export_transformer(c.model, name=f"{spec_f.name} (regime T construction)", at=spec_f.at)
         hm = parse_model(doc, path="<regime T construction>").canonical()
         name = doc["name"]
+    if len(hm.alphabet) < 2:
+        raise ParameterError(f"hahn analyses one-symbol changes, and the alphabet {{{', '.join(hm.alphabet)}}} has "
+                             "no other symbol to change to; give --alphabet with at least two symbols")
     inv_tau = 1 / args.tau
     res = hahn_analysis(hm, inv_tau, eta=eta, change_at=change, timeout_s=args.timeout)
     result = {"model": name, **res.to_json()}

@@ -94,6 +94,16 @@ def run_formula(args) -> int:
         print(json.dumps(result, indent=2))
         return rc
     con = stdout_console()
+    if args.summary:
+        acc = result["accepted"]
+        differ = sum((r["soft"] > 0.5) != (r["hard"] > 0.5) for r in rows)
+        worst = max(leaks.items(), key=lambda kv: kv[1]["observed_leak"], default=None)
+        con.print(f"{c.spec.formula}: n = {n}, 1/tau = {fmt(inv_tau)}; reference {_verdict(acc['reference'])}, hard "
+                  f"{_verdict(acc['hard'])}, soft {_verdict(acc['soft'])}; positions whose soft clean value differs "
+                  f"from the hard one: {differ} of {n}"
+                  + (f"; largest node error {fmt(worst[1]['observed_leak'])} ({worst[0]}, bound "
+                     f"{fmt(worst[1]['bound'])})" if worst else ""), soft_wrap=True)
+        return rc
     con.print(f"[bold]{c.spec.formula}[/bold]  over {{{', '.join(c.spec.alphabet)}}}, regime {c.regime}, n = {n}, "
               f"1/tau = {fmt(inv_tau)} ({result['tau_source']}), eta = {c.eta}")
     t = Table(show_header=True, header_style="bold")
@@ -171,6 +181,12 @@ def run_model(args) -> int:
         print(json.dumps(result, indent=1))
         return 0 if agree else 1
     con = stdout_console()
+    if args.summary:
+        differ = sum(r["hard_read"] != r["soft_read"] for o in outs for r in o["positions"])
+        con.print(f"{spec.name}: n = {n}, 1/tau = {fmt(inv_tau)}; positions whose soft read-out differs from the hard "
+                  f"one: {differ} of {sum(len(o['positions']) for o in outs)}; largest head leak "
+                  f"{fmt(max((h['max_leak'] for h in heads.values()), default=0.0))}", soft_wrap=True)
+        return 0 if agree else 1
     con.print(f"[bold]{spec.name}[/bold] on {' '.join(word)} (n = {n}), 1/tau = {fmt(inv_tau)} ({src})")
     for o in outs:
         t = Table(show_header=True, header_style="bold", title=f"output {o['output']} ({o['type']}, read at {o['at']})")
@@ -188,6 +204,10 @@ def run_model(args) -> int:
         con.print("[red]the soft model's read-out differs from the hard model's at some position[/red] "
                   "(exit 1): the temperature is too warm for this word")
     return 0 if agree else 1
+
+
+def _verdict(accepts: bool) -> str:
+    return "accepts" if accepts else "rejects"
 
 
 def read_output(o, vals):
@@ -236,6 +256,11 @@ def run_tracr(args) -> int:
         print(json.dumps(res, indent=1, default=str))
         return 0
     con = stdout_console()
+    if args.summary:
+        con.print(f"{tm.name}: n = {len(word)}, 1/tau = {fmt(lam, 10)}; positions whose soft output differs from the "
+                  f"hard one: {sum(r['soft'] != r['hard'] for r in rows)} of {len(rows)}; largest |soft - hard| "
+                  f"{fmt(max((r['max_abs_soft_minus_hard'] for r in rows), default=0.0), 3)}", soft_wrap=True)
+        return 0
     con.print(f"[bold]{tm.name}[/bold] on {' '.join(word)} (n = {len(word)}), 1/tau = {fmt(lam, 10)} ({res['tau_source']})")
     t = Table(show_header=True, header_style="bold")
     for col in ("pos", "token", "hard (exact)", "soft", "|soft - hard|", "stored RASP"):

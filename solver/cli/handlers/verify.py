@@ -9,7 +9,9 @@ import sys
 
 from ...certjson import load_certificate
 from ...kinds import verify_certificate
+from ..options import one_line
 from .batch import expand_inputs, is_batch, run_verify_batch
+from .console import progress
 
 
 def handle(args) -> int:
@@ -25,13 +27,14 @@ def handle(args) -> int:
 def handle_one(args) -> int:
     """Verify the certificate file by replay; exit 0 only when it is valid."""
     cert = load_certificate(args.file)
-    rep = verify_certificate(cert, timeout_s=args.timeout, budget_s=args.budget)
+    with progress(f"verifying {args.file} by replay"):
+        rep = verify_certificate(cert, timeout_s=args.timeout, budget_s=args.budget)
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))
     elif rep.ok:
         print(f"valid certificate: status {rep.status}; checked {', '.join(rep.checked)} ({rep.seconds:.2f} s)")
-    else:
+    if not rep.ok:  # one line on stderr, with or without --json (as every exit 2)
         f, m = rep.problems[0]
         more = f" (+{len(rep.problems) - 1} more problem(s); --json lists all)" if len(rep.problems) > 1 else ""
-        print(f"softhard: invalid certificate {args.file}: {f}: {m}{more}", file=sys.stderr)
+        print(one_line(f"softhard: invalid certificate {args.file}: {f}: {m}{more}"), file=sys.stderr)
     return 0 if rep.ok else 2

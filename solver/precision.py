@@ -1,0 +1,139 @@
+"""The precision section of a formula certificate: where float formats stop separating positions,
+the float64 rounding allowance of the leak at n_max, and the float64 premise — whether a float64
+run of the construction at the certified tau is covered by the exact claims (THEORY §7; issue 15)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from ..constructions.exact import ExactEngine
+from ..constructions.gaps import GapReport
+from ..constructions.hard_model import HardModel
+from ..constructions.simulate import leak_rounding_allowance
+from .pipeline import Construction
+
+#: fraction bits of the floating-point formats whose limits a certificate reports
+FORMATS = {"float64": 52, "float32": 23, "float16": 10, "bfloat16": 7}
+
+
+def precision_section(c: Construction, n_max: int, inv_tau: Fraction, all_n: bool) -> dict:
+    """What finite precision does to the certified construction (THEORY §7; notebook 06).
+
+    * per format, the largest length at which adjacent positions still get distinct scores:
+      regime T (scores ``b + β·j/n``, adjacent gap ``β/n`` near 1): the first collision of
+      computed keys lies in ``[8/9, 1]·β·2^m`` (proved and measured in notebook 06), so
+      ``n < ⌈8/9·β·2^m⌉`` is safe; regime U (integer scores up to ``2n``): exact while
+      ``2n ≤ 2^(m+1)``, i.e. ``n ≤ 2^m``;
+    * float64 at n_max: the leak the engine computes is within the relative rounding allowance
+      of :func:`softhard.constructions.simulate.leak_rounding_allowance` of the exact leak, so the
+      float64 run stays within η when ``bound·(1 + allowance) ≤ η``.
+
+    A certificate's claims are about exact arithmetic; this section says how far a float run of
+    the same construction can be trusted.  Other kinds of construction report nothing here.
+    """
+    if c.kind != "formula" or c.regime not in ("T", "U"):
+        return {"note": "no finite-precision analysis for this kind of construction"}
+    beta = c.beta
+    fmts = {}
+    for name, m in FORMATS.items():
+        limit = separable_up_to(c.regime, beta, m)
+        rule = "n < ceil(8/9 * beta * 2^m)" if c.regime == "T" else "n <= 2^m (integer scores up to 2n exact)"
+        fmts[name] = {"fraction_bits": m, "adjacent_positions_separable_up_to_n": limit, "rule": rule,
+                      "covers_n_max": (not all_n) and n_max <= limit}
+    n_chk = n_max
+    worst = max((float(nb.value(n_chk, inv_tau, c.beta, c.eta)) for nb in c.bounds.values()), default=0.0)
+    if all_n:
+        worst = max([worst] + [float(c.params.substitute(c.bounds[v].bound.all_n, inv_tau=inv_tau))
+                               for v in c.bounds if c.bounds[v].bound.all_n is not None])
+    worst_json = worst if math.isfinite(worst) else None
+    sep = fmts["float64"]["adjacent_positions_separable_up_to_n"]
+    scale = 1 + float(beta) + 0.5 if c.regime == "T" else 2.0 * (n_chk + 1)  # Σ|q_c k_c| ≤ i + j
+    reasons = []
+    allow = leak_rounding_allowance(scale, 2, float(inv_tau), n_chk + 1) if n_chk <= sep else None
+    if allow is not None and math.isfinite(allow) and worst_json is not None:
+        within = worst * (1 + allow) <= float(c.eta)
+        f64 = {"n": n_chk, "worst_bound": worst, "rounding_allowance_rel": allow,
+               "worst_float64_leak": worst * (1 + allow), "within_eta": within}
+        if not within:
+            reasons.append(f"at n = {n_chk} and 1/tau = {float(inv_tau):.6g} the float64 rounding allowance of the "
+                           f"leak (relative {allow:.3g}) lets a float64 run exceed eta")
+    elif allow is not None:  # the allowance overflows: 1/tau times the scores is beyond float64's resolution
+        f64 = {"n": n_chk, "worst_bound": worst_json, "rounding_allowance_rel": None, "worst_float64_leak": None,
+               "within_eta": False, "note": "1/tau times the scores is beyond what float64 separates: the float64 "
+                                            "rounding error of the leak is unbounded"}
+        reasons.append(f"1/tau = {float(inv_tau):.6g} times scores up to {scale:.3g} is beyond what float64 "
+                       "separates (the rounding error of the leak is unbounded)")
+    else:  # no rounding allowance exists (it overflows from n ≈ 6e17): no float64 run represents the construction
+        f64 = {"n": n_chk, "worst_bound": worst_json, "rounding_allowance_rel": None, "worst_float64_leak": None,
+               "within_eta": False, "note": "float64 does not separate adjacent positions at n_max: no float64 "
+                                            "run represents the construction there"}
+        reasons.append(f"float64 separates adjacent positions only up to n = {sep}, below n_max = {n_chk}")
+    if reasons:
+        status = "fails"
+    elif all_n:
+        status = f"holds for n <= {sep}"
+        reasons.append(f"the claims are for all n; float64 separates adjacent positions only up to n = {sep}")
+    else:
+        status = "holds"
+    return {
+        "formats": fmts,
+        "float64_at_n_max": f64,
+        "float64_premise": {"status": status, "reasons": reasons,
+                            "meaning": "whether a float64 run of the construction at the certified tau is covered "
+                                       "by the exact claims (the claims themselves are about exact arithmetic)"},
+        "source": "THEORY §7; notebook 06_finite_precision (collision interval [8/9, 1]·β·2^m)",
+    }
+
+
+def separable_up_to(regime: str, beta: Fraction, m: int) -> int:
+    """Largest length at which a float format with ``m`` fraction bits still gives adjacent
+    positions distinct scores (see :func:`precision_section`)."""
+    if regime == "T":
+        return -(-(8 * beta.numerator * 2**m) // (9 * beta.denominator)) - 1  # n < ceil(8/9·β·2^m)
+    return 2**m
+
+
+#: unit roundoff of float64
+U64 = Fraction(1, 2**53)
+
+
+def model_float64_premise(hm: HardModel, rep: GapReport) -> dict:
+    """The float64 premise of a model certificate (issue 15): at each head's gap-attaining input
+    and query row (``rep``, exact), the gap ``γ`` between the argmax and its nearest competitor
+    must exceed twice the float64 rounding error of the scores.  A score
+    ``s_j = x_i M x_jᵀ`` (``M = scale·W_Q W_Kᵀ``) computed in float64 through ``x W_Q`` and
+    ``x W_K`` (inner lengths d and k, weights rounded once) is within ``(d + k + 2)·u·A_j`` of the
+    exact one, ``A_j = |x_i| |M| |x_j|ᵀ`` (Higham, *Accuracy and Stability*, §3.1, first order),
+    ``u = 2^-53``; the row fails when ``γ ≤ 2·(d + k + 2)·u·max_j A_j`` — float64 cannot be
+    relied on to pick the hard argmax there (e.g. scores 1 and 1 + 10^-20 are the same double).
+
+    Exact rationals throughout.  Returns ``{"status": "fails" | "holds at the gap-attaining rows",
+    "reasons": [...], "rows_checked": k}``; re-derived by replay (models.assemble)."""
+    eng = ExactEngine(hm)
+    reasons, checked = [], 0
+    by_name = {h.name: h for hs in hm.heads for h in hs}
+    for hg in rep.heads.values():
+        h = by_name.get(hg.name)
+        if h is None or hg.word is None or not hg.gap or hg.row < 1:
+            continue
+        tok = np.array([[hm.alphabet.index(s) + 1 for s in hg.word]], dtype=np.int64)
+        x = eng.run(tok, keep_residuals=True, only_layers=h.layer + 1).residuals[h.layer]
+        n1, d = x.num.shape[1], x.num.shape[2]
+        X = [[abs(x.fraction(0, j, c)) for c in range(d)] for j in range(n1)]
+        M = h.qk()
+        Mabs = [[abs(Fraction(M[a, b])) for b in range(d)] for a in range(d)]
+        qrow = [sum(X[hg.row][a] * Mabs[a][b] for a in range(d)) for b in range(d)]  # |x_i| |M|
+        amax = max(sum(q * xv for q, xv in zip(qrow, X[j])) for j in range(n1))
+        err = 2 * (d + h.W_Q.shape[1] + 2) * U64 * amax
+        checked += 1
+        if hg.gap <= err:
+            reasons.append(f"head {hg.name}: gap {float(hg.gap):.3g} at {' '.join(hg.word)!r} (row {hg.row}) is within "
+                           f"twice the float64 rounding error of its scores ({float(err):.3g}, scores up to "
+                           f"{float(amax):.3g}): the float64 transformer may not pick the hard argmax")
+    return {"status": "fails" if reasons else "holds at the gap-attaining rows", "reasons": reasons,
+            "rows_checked": checked,
+            "meaning": "whether float64 score arithmetic separates each head's argmax from its nearest competitor at "
+                       "the inputs attaining the gap (the claims themselves are about exact arithmetic)"}

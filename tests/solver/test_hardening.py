@@ -1,0 +1,304 @@
+"""Issue 15 (hardening): budgets, progress, and the rough edges a newcomer hits, through the
+command line."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from softhard.solver.cli import main
+from softhard.solver.cli.handlers import console
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "models" / "ab_subsequence.json"
+
+
+def test_progress_off_a_terminal_is_plain_lines_after_the_delay(monkeypatch, capsys):
+    """Off a terminal (capsys is not one) a long step prints ``softhard: [t s] step`` lines on
+    stderr; nothing before PROGRESS_AFTER_S; stdout stays empty."""
+    monkeypatch.setattr(console, "PROGRESS_AFTER_S", 0.2)
+    monkeypatch.setattr(console, "PROGRESS_EVERY_S", 0.2)
+    with console.progress("first step") as say:
+        time.sleep(0.05)
+    cap = capsys.readouterr()
+    assert cap.err == "" and cap.out == ""  # a short run prints nothing
+    with console.progress("first step") as say:
+        time.sleep(0.3)
+        say("second step")
+        time.sleep(0.3)
+    cap = capsys.readouterr()
+    lines = cap.err.splitlines()
+    assert cap.out == "" and len(lines) >= 2, cap.err
+    assert all(re.fullmatch(r"softhard: \[\d+ s\] (first|second) step", ln) for ln in lines), lines
+    assert lines[0].endswith("first step") and lines[-1].endswith("second step")
+
+
+def test_fractions_accept_decimals_exactly(capsys):
+    """``--tau 1/8.2`` is 5/41 exactly (it was refused); a decimal exponent beyond 10^4 is refused
+    in one line instead of asking Fraction for a billion-digit power."""
+    from fractions import Fraction
+
+    from softhard.constructions.errors import ParameterError
+    from softhard.constructions.parameters import to_fraction
+    assert to_fraction("1/8.2") == Fraction(5, 41) == Fraction(10, 82)
+    assert to_fraction("2.5e-1/0.5") == Fraction(1, 2) and to_fraction(" 1 / 4 ") == Fraction(1, 4)
+    for bad, needle in [("1/0", "divides by zero"), ("1/-4", "not a finite number"), ("1e-999999999", "exponent"),
+                        ("1/4/2", "not a finite number"), ("nan", "not a finite number"), ("9" * 5000, "digits")]:
+        with pytest.raises(ParameterError, match=needle):
+            to_fraction(bad, "tau")
+    assert main(["run", "Y a", "ab", "--alphabet", "ab", "--tau", "1/8.2", "--json"]) in (0, 1)
+    out = json.loads(capsys.readouterr().out)
+    assert out["inv_tau"] == 8.2 and out["tau_source"] == "--tau"
+    assert main(["run", "Y a", "ab", "--tau", "1e-999999999"]) == 2
+    assert "exponent" in capsys.readouterr().err
+
+
+def test_model_epsilon_defaults_to_margin_like_tracr(capsys):
+    """``certify --model`` without --epsilon uses 'margin', as --tracr does (it was required)."""
+    from softhard.solver.cli import main as cli
+    argv = ["certify", "--model", str(EXAMPLE), "--n-max", "4", "--tau", "1/200", "--no-numeric", "--json"]
+    assert cli(argv) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert cli([*argv, "--epsilon", "margin"]) == 0
+    explicit = json.loads(capsys.readouterr().out)
+    assert default["construction"]["params"] == explicit["construction"]["params"]
+    assert default["status"] == "proved"
+
+
+def test_a_file_name_that_is_not_a_file_says_so(tmp_path, monkeypatch, capsys):
+    """``certify tomita9`` (no such file, no .ltl) was parsed as a formula ("'tomita9' is not a
+    symbol"); a bare name whose .ltl exists is that file."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["certify", "tomita9"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no file 'tomita9' or 'tomita9.ltl'" in err and "quote" in err
+    (tmp_path / "mine.ltl").write_text("alphabet: a b\nformula: a S b\n")
+    assert main(["bound", "mine", "--n-max", "10", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["formula"] == "a S b"
+    assert main(["run", "Ya", "ab"]) == 2  # short: still the formula's own hint
+    assert "'Ya' is not a symbol" in capsys.readouterr().err
+
+
+def _premise(argv, capsys):
+    assert main(argv + ["--no-numeric", "--json"]) == 0
+    cert = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
+    return cert, cert["precision"]["float64_premise"]
+
+
+def test_float64_premise_in_the_certificate_and_replayed(tmp_path, capsys):
+    """Issue 15: at 1/tau = 1e300 the float64 rounding allowance overflowed to inf and the
+    certificate had inf/NaN (an internal error, exit 3); beyond the lengths float64 separates the
+    certificate said "proved" with no word on float64.  The precision section now states the
+    float64 premise (re-derived by replay); the exact status is unchanged."""
+    from math import ceil
+
+    from softhard.solver.kinds import verify_certificate
+    cert, prem = _premise(["certify", "H !c", "--n-max", "8", "--tau", "1e-300"], capsys)
+    assert cert["status"] == "proved" and prem["status"] == "fails" and "1/tau = 1e+300" in prem["reasons"][0]
+    assert cert["precision"]["float64_at_n_max"]["rounding_allowance_rel"] is None
+    assert verify_certificate(cert).ok
+    edited = json.loads(json.dumps(cert))
+    edited["precision"]["float64_premise"]["status"] = "holds"
+    rep = verify_certificate(edited)
+    assert not rep.ok and any(p.startswith("precision.float64_premise") for p, _ in rep.problems), rep.problems
+    cert, prem = _premise(["certify", "a S b", "--n-max", "1000", "--tau", "1/20000"], capsys)
+    assert prem == {**prem, "status": "holds", "reasons": []}
+    # regime T separates adjacent positions (gap beta/n near 1) while n < ceil(8/9 * beta * 2^52)
+    sep = ceil(8 * 2**52 / (9 * 4)) - 1
+    cert, prem = _premise(["certify", "a S b", "--n-max", str(10**16), "--find-tau"], capsys)
+    assert prem["status"] == "fails" and f"only up to n = {sep}, below n_max = {10**16}" in prem["reasons"][0]
+    main(["certify", "a S b", "--n-max", str(10**16), "--no-numeric"])
+    assert "float64 premise: fails" in capsys.readouterr().out
+
+
+def test_an_invalid_certificate_with_json_still_says_so_on_stderr(tmp_path, capsys):
+    """Every exit 2 has its one stderr line; with --json, verify printed the report only."""
+    bad = tmp_path / "c.json"
+    bad.write_text(EXAMPLE.read_text())  # a model file, not a certificate
+    assert main(["verify", str(bad), "--json"]) == 2
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["valid"] is False
+    assert cap.err.count("\n") == 1 and cap.err.startswith(f"softhard: invalid certificate {bad}")
+
+
+def test_stdout_closed_early_is_no_traceback():
+    """``softhard ... --json | head -3`` printed two tracebacks (BrokenPipeError); now it stops
+    quietly with 141 (128 + SIGPIPE, as a shell tool)."""
+    import subprocess
+    import sys
+    code = ("import sys; from softhard.solver.cli import main; "
+            "sys.exit(main(['run', 'Y a', 'ab' * 20000, '--alphabet', 'ab', '--tau', '1/100', '--json']))")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.readline()
+    p.stdout.close()  # like head: stop reading after the first line (the output is far beyond a pipe's buffer)
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141 and "Traceback" not in err and err == "", err
+
+
+def test_random_words_are_generated_lazily_and_equal_the_list():
+    """Confirmation memory O(chunk): the random family is generated word by word (RandomWords),
+    the same words as random_words, and length_batches holds about 4*max_positions symbols."""
+    import numpy as np
+
+    from softhard.constructions.simulate import RandomWords, length_batches, random_words
+    lazy = RandomWords("ab", 40, 300, seed=5)
+    assert list(lazy) == random_words("ab", 40, 300, seed=5) == list(lazy)  # re-iterable
+    lens = np.random.default_rng(5).integers(1, 301, size=40)
+    assert len(lazy) == 40 and lazy.positions == int(lens.sum()) + 40
+    pulled = []
+
+    def source():
+        for i in range(1000):
+            pulled.append(i)
+            yield ("a",) * (99 if i % 2 else 49)  # 100 and 50 positions with BOS
+
+    seen = 0
+    for n, chunk in length_batches(source(), batch=512, max_positions=1000):
+        assert len({len(w) for w in chunk}) == 1 and len(chunk[0]) == n
+        assert len(pulled) - seen <= 4 * 1000 // 50 + 1  # never more than one flush ahead
+        seen += len(chunk)
+    assert seen == 1000
+
+
+def test_confirm_estimates_its_work_and_refuses_beyond_the_budget(capsys):
+    """Issue 15: ``confirm examples/tomita4.ltl --n-max 1000000`` took 577 s and 6.2 GB with no
+    warning.  The estimate counts the random positions exactly (lengths drawn first)."""
+    import numpy as np
+    tomita4 = str(Path(__file__).resolve().parents[2] / "examples" / "tomita4.ltl")
+    assert main(["confirm", tomita4, "--n-max", "1000000"]) == 2
+    err = capsys.readouterr().err
+    lens = np.random.default_rng(0).integers(1, 10**6 + 1, size=1000)
+    assert err.count("\n") == 1 and "--max-positions" in err
+    assert f"random words {int(lens.sum()) + 1000:.3g}" in err
+    assert main(["confirm", tomita4, "--n-max", "50", "--random", "20", "--max-positions", "100", "--json"]) == 2
+    capsys.readouterr()
+    assert main(["confirm", tomita4, "--n-max", "50", "--random", "20", "--exhaustive-len", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] and out["inputs"]["random"] == 20 and out["inputs"]["exhaustive"] == 2 + 4 + 8
+
+
+def test_hahn_help_offers_only_what_it_accepts(capsys):
+    """``hahn --help`` offered --regime U and --comparator pe, which it rejects (regime T only),
+    and a one-letter alphabet (no one-symbol change exists) was analysed vacuously."""
+    from softhard.solver.cli import build_parsers
+    _, parsers = build_parsers()
+    opts = {o: a for a in parsers["hahn"]._actions for o in a.option_strings}
+    assert "--regime" not in opts and set(opts["--comparator"].choices) == {"ln", "head"}
+    assert "pe =" not in opts["--comparator"].help and "regimes U" not in opts["--comparator"].help
+    assert main(["hahn", "Y a", "--tau", "1/4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no other symbol" in err and "--alphabet" in err
+    assert main(["hahn", "Y a", "--alphabet", "ab", "--tau", "1/4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"]
+
+
+def test_run_summary_is_one_line(capsys):
+    """``run --summary``: one line instead of a row per position.  'a S b' (some b, and a at every
+    later position) holds at the end of abab and of b a^40, and not on aa (no b)."""
+    assert main(["run", "a S b", "abab", "--summary"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "reference accepts, hard accepts, soft accepts" in out and "0 of 4" in out
+    assert main(["run", "a S b", "aa", "--alphabet", "ab", "--summary"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "reference rejects" in out and "0 of 2" in out
+    # too warm: the verdict differs at some positions, exit 1, still one line
+    assert main(["run", "a S b", "b" + "a" * 40, "--tau", "10", "--summary"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "soft rejects" in out and "0 of 41" not in out
+
+
+def test_documentation_links_stay_inside_the_repository():
+    """Every relative Markdown link resolves to a file of the repository (docs/ARCHITECTURE.md
+    linked a SOLVER-NOTES.md that is not in it; docs/tracr.md pointed outside it)."""
+    root = Path(__file__).resolve().parents[2]
+    docs = [root / "README.md", *root.glob("docs/*.md"), *root.glob("examples/**/*.md"),
+            *root.glob("notebooks/*.md"), *root.glob("benchmarks/*.md")]
+    bad = []
+    for doc in docs:
+        text = doc.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path = (doc.parent / target.split("#")[0]).resolve()
+            if not path.exists() or root not in path.parents:
+                bad.append(f"{doc.relative_to(root)}: {target}")
+        bad += [f"{doc.relative_to(root)}: mentions ../shared/" for _ in re.findall(r"\.\./shared/", text)]
+    assert not bad, bad
+
+
+def _tiny_gap_model(gap: str) -> dict:
+    """UHA-rightmost "parity of the position of the last a": a keys score 1 + gap, b keys 1,
+    BOS 1/2 (the a/b tie-break is the gap alone)."""
+    return {"format": "softhard-model", "version": 1, "name": "tiny_gap", "alphabet": ["a", "b"], "d_model": 5,
+            "residual": ["bos", "one", "a", "par", "y"],
+            "token_embedding": {"shape": [3, 5], "entries": [["BOS", "bos", 1], ["a", "one", 1], ["a", "a", 1],
+                                                             ["b", "one", 1]]},
+            "positional": {"features": [{"family": "(-1)^j", "coordinate": "par"}]},
+            "layers": [{"heads": [{"name": "last_a", "mask": "strict_past", "rule": "UHA-rightmost",
+                                   "W_Q": {"shape": [5, 1], "entries": [["one", 0, 1]]},
+                                   "W_K": {"shape": [5, 1], "entries": [["one", 0, 1], ["a", 0, gap],
+                                                                        ["bos", 0, "1/2"]]},
+                                   "W_V": {"shape": [5, 1], "entries": [["par", 0, 1]]},
+                                   "W_O": {"shape": [1, 5], "entries": [[0, "y", 1]]}}]}],
+            "outputs": [{"name": "y", "type": "numerical", "coordinate": "y"}]}
+
+
+def test_model_float64_premise(tmp_path, capsys):
+    """Issue 15: a model whose exact scores differ by 1e-20 (1 + 1e-20 and 1 are one double)
+    was certified "proved" with nothing said about float64; its precision section now says the
+    float64 premise fails (re-derived by replay), the console says so, and a model with gap 1
+    (scores of size 1, rounding error ~1e-15) holds."""
+    import numpy as np
+
+    from softhard.solver.kinds import verify_certificate
+    assert 1.0 + 1e-20 == 1.0 and float(np.float64(1) + np.float64(1e-20)) == 1.0
+    p = tmp_path / "tiny.json"
+    argv = ["certify", "--model", str(p), "--n-max", "6", "--epsilon", "1/4", "--no-numeric"]
+    p.write_text(json.dumps(_tiny_gap_model("1/100000000000000000000")))
+    assert main([*argv, "--json"]) == 0
+    cert = json.loads(capsys.readouterr().out)
+    prem = cert["precision"]["float64_premise"]
+    assert cert["status"] == "proved" and prem["status"] == "fails" and "head last_a" in prem["reasons"][0]
+    assert verify_certificate(cert).ok
+    edited = json.loads(json.dumps(cert))
+    edited["precision"]["float64_premise"]["status"] = "holds at the gap-attaining rows"
+    assert any(f.startswith("precision.float64_premise") for f, _ in verify_certificate(edited).problems)
+    assert main(argv) == 0
+    assert "float64 premise: fails" in capsys.readouterr().out
+    p.write_text(json.dumps(_tiny_gap_model("1")))
+    assert main([*argv, "--json"]) == 0
+    prem = json.loads(capsys.readouterr().out)["precision"]["float64_premise"]
+    assert prem["status"] == "holds at the gap-attaining rows" and prem["reasons"] == [] and prem["rows_checked"] >= 1
+
+
+def test_messages_echoing_input_stay_one_line(capsys):
+    """Found by benchmarks/fuzz.py: an argument with U+0085 (NEL, a line break to
+    str.splitlines) or a newline was echoed into the one-line error; it is escaped now."""
+    assert main(["verify", "--bogus=a\x85b\nc", "x"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "a\\x85b\\nc" in err
+    assert main(["run", "Y a\x85", "ab"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "\\x85" in err
+
+
+def test_deeply_nested_model_file_is_bad_input(tmp_path, capsys):
+    """Found by benchmarks/fuzz.py: a model file nested ~10^5 deep crashed the JSON decoder
+    (RecursionError, exit 3); deeper than 32 levels is now one line, exit 2, for every command
+    that reads model files or Tracr metadata."""
+    from softhard.constructions.jsonfile import MAX_JSON_DEPTH, nesting_depth
+    assert nesting_depth('{"a": [[1], {"b": "[[[["}]}') == 3 and MAX_JSON_DEPTH == 32
+    p = tmp_path / "deep.json"
+    for text in ("[" * 100000 + "]" * 100000, '{"format": ' + "[" * 33 + "]" * 33 + "}"):
+        p.write_text(text)
+        for argv in (["gap", "--model", str(p), "--n-max", "3"], ["certify", "--model", str(p), "--n-max", "3"],
+                     ["run", "--model", str(p), "ab"]):
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and "nested deeper than 32 levels" in err, err
+    p.write_text(EXAMPLE.read_text())  # the example (depth <= 32) still loads
+    assert main(["gap", "--model", str(p), "--n-max", "3", "--json"]) == 0
+    capsys.readouterr()
