@@ -409,7 +409,7 @@ class FakeAssembled:
         self.residual_labels = list(meta["residual_labels"])
         self.input_encoder = _Enc(encoding_map=dict(meta["input_encoding"]), bos_token="BOS", pad_token="PAD")
         if meta["output_is_categorical"]:
-            self.output_encoder = _Enc(decoding_map={v: int(k) for k, v in meta["output_encoding"].items()})
+            self.output_encoder = _Enc(encoding_map={int(k): v for k, v in meta["output_encoding"].items()})
         else:
             self.output_encoder = None
         self.params = {"token_embed": {"embeddings": A["token_embed.embeddings"]},
