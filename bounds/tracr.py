@@ -380,7 +380,8 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
             if dirty_qk:
                 raise UnsupportedModel(f"head {h.name} reads coordinate(s) {', '.join(dirty_qk)} that carry soft error "
                                        "into its query or key (score perturbation sigma > 0): not supported by the "
-                                       "Tracr analysis yet (use certify --model for the generic bound)")
+                                       "Tracr analysis yet (use certify --model for the generic bound)",
+                                       part=f"head {h.name}")
             theta = leak_expr(premises[h.name])
             idx = len(atoms)
             atoms.append(theta)

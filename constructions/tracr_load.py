@@ -24,7 +24,7 @@ import numpy as np
 
 from .errors import ModelFormatError
 from .modelfile import read_json_file
-from .tracr import TracrModel, UnsupportedModel, bos_convention, parse_labels
+from .tracr import TracrModel, UnsupportedModel, parse_labels
 from .tracr_compile import export_assembled, token_text
 
 # ---------------------------------------------------------------------------------------------
@@ -265,11 +265,7 @@ def _build(meta: dict, arrays: dict[str, np.ndarray], *, json_path: str, npz_pat
                     output={"name": label, "categorical": categorical, "labels": list(out_labels), "coords": coords,
                             "classes": classes},
                     examples=examples, sops=meta.get("sops") or {}, modules=meta.get("modules") or [], files=files)
-    tm.to_doc()  # maps eagerly: the notes and any problem surface at load time
-    spec = tm.spec()
-    msg = bos_convention(spec.canonical())
-    if msg:
-        raise UnsupportedModel(f"{source}: {msg}")
+    tm.spec()  # maps and validates eagerly: the notes and any format problem surface at load time
     return tm
 
 

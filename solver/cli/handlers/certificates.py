@@ -195,6 +195,11 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
         for b in m["blocks"]))
     for note in m["notes"]:
         con.print(f"  note: {note}")
+    unc = cert.get("uncertifiable")
+    if unc:
+        con.print(f"[yellow]not certifiable[/yellow]: {unc['part']}: {unc['reason']}")
+        con.print(status_line(cert, path))
+        return
     pr = cert["premises"]
     con.print(f"premises: [green]{pr['status']}[/green], every word of length <= {pr['n_max']} "
               f"({cert['times']['analysis_s']:.2f} s)")
