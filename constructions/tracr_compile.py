@@ -273,12 +273,12 @@ def load_function(spec: str):
 
 def compile_program(spec: str, vocab: Sequence, max_seq_len: int, args: Sequence[str] = (), *,
                     mlp_exactness: int = 100, causal: bool = False, name: str | None = None,
-                    examples: Sequence[Sequence] | None = None) -> tuple[dict, dict[str, np.ndarray], Any]:
+                    examples: Sequence[Sequence] | None = None) -> tuple[dict, dict[str, np.ndarray], Any, Any]:
     """Compile the RASP program ``spec`` (``MODULE:FUNCTION`` returning a RASP SOp, called with
     ``args`` as parsed by :func:`parse_call_args` over ``tokens``, ``indices``, ``rasp``,
     ``numerical``, ``categorical``, ``max_seq_len``) with Tracr for ``vocab`` and
-    ``max_seq_len`` (BOS token ``BOS``); returns ``(meta, arrays, model)`` of
-    :func:`export_assembled` and the live model.  Bounded: refuses ``len(vocab)·max_seq_len >``
+    ``max_seq_len`` (BOS token ``BOS``, PAD token ``PAD``); returns ``(meta, arrays, model,
+    program)``: :func:`export_assembled`'s pair, the live model and the RASP program.  Bounded: refuses ``len(vocab)·max_seq_len >``
     :data:`MAX_COMPILE_SIZE`.  Raises :class:`ParameterError` (one line) for a bad name or
     argument, a function that does not return a RASP SOp, or a program Tracr refuses."""
     from tracr.compiler import compiling  # optional extra [tracr]
@@ -313,7 +313,7 @@ def compile_program(spec: str, vocab: Sequence, max_seq_len: int, args: Sequence
                                     examples=examples,
                                     source=f"tracr compile {spec} --vocab {','.join(map(token_text, vocab))} "
                                            f"--max-seq-len {max_seq_len}" + "".join(f" --args {x!r}" for x in args))
-    return meta, arrays, model
+    return meta, arrays, model, program
 
 
 def write_export(meta: dict, arrays: dict[str, np.ndarray], out_dir: str | Path, name: str | None = None) -> Path:

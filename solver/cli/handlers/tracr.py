@@ -12,7 +12,7 @@ from ....constructions.tracr_compile import compile_program, parse_vocab, write_
 def handle(args) -> int:
     """Compile and write the export; print its path (``--json``: a JSON object)."""
     vocab = parse_vocab(args.vocab)
-    meta, arrays, _ = compile_program(args.program, vocab, args.max_seq_len, args.args,
+    meta, arrays, _, _ = compile_program(args.program, vocab, args.max_seq_len, args.args,
                                       mlp_exactness=args.mlp_exactness, causal=args.causal, name=args.name)
     stem = write_export(meta, arrays, args.out, args.name)
     cfg = meta["config"]
