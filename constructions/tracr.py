@@ -3,8 +3,8 @@
 Tracr (google-deepmind/tracr) compiles RASP programs into transformers that approximate hard
 attention by softmax with a large inverse temperature.  :mod:`softhard.constructions.tracr_load`
 reads such a model — an export (``NAME.json`` + ``NAME.npz``, see
-``../shared/tracr-models/README.md``) or, when the ``tracr`` package happens to be importable, a
-live ``AssembledTransformerModel`` (duck-typed; tracr is *not* a dependency) — and validates it
+docs/tracr.md, "The export format") or a live ``AssembledTransformerModel`` (duck-typed; tracr is
+the optional ``[tracr]`` extra) — and validates it
 into a :class:`TracrModel`; this module maps it onto a softhard model document
 (:mod:`softhard.constructions.modelfile`), the input of the gap analysis, the composed bounds and
 the certificates.  ``docs/tracr.md`` is the user documentation.

@@ -1,6 +1,6 @@
 """Read compiled Tracr transformers: an export (``NAME.json`` + ``NAME.npz``, see
-``../shared/tracr-models/README.md``) or, when the ``tracr`` package happens to be importable, a
-live ``AssembledTransformerModel`` (duck-typed; tracr is *not* a dependency).  Both are validated
+docs/tracr.md, "The export format") or a live ``AssembledTransformerModel`` (duck-typed, through
+the same export path; tracr is the optional ``[tracr]`` extra).  Both are validated
 into a :class:`~softhard.constructions.tracr.TracrModel`, which maps them onto softhard's model
 format (the mapping is described in :mod:`softhard.constructions.tracr`).
 
@@ -43,7 +43,7 @@ def _resolve(path: str | os.PathLike) -> tuple[Path, Path]:
     p = Path(path)
     if p.is_dir():
         raise ModelFormatError(f"{p}: is a directory; give the model as NAME, NAME.json or NAME.npz "
-                               "(e.g. ../shared/tracr-models/frac_prevs)")
+                               "(e.g. examples/tracr/frac_prevs)")
     stem = p.with_suffix("") if p.suffix in (".json", ".npz") else p
     return stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".npz")
 
