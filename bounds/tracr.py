@@ -348,14 +348,38 @@ class TracrBound:
     monotone_in_inv_tau: bool = True
 
 
+def _per_context(disc: Discretisation, dz: dict, ctx_heads: dict | None, atom_head: dict[int, str],
+                 nonlocal_atoms: set[int]) -> list[tuple[dict, sp.Expr]] | None:
+    """Per hard context of a discretising MLP: ``(context, e_z(P))`` with ``e_z(P)`` the input error
+    along z from each head's leak bound over the rows of that context (:func:`compose`); None when
+    not applicable (no per-context premises, or an atom that is not a head's leak at the same row)."""
+    if not ctx_heads or not dz or any(t not in atom_head or t in nonlocal_atoms for t in dz):
+        return None
+    out = []
+    for c in disc.contexts:
+        hc = ctx_heads.get(c["pre"])
+        if hc is None or any(atom_head[t] not in hc for t in dz):
+            return None
+        out.append((c, sp.Add(*[up(coef) * leak_expr(hc[atom_head[t]]) for t, coef in sorted(dz.items()) if coef])))
+    return out
+
+
 def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
             mlp_contexts: dict[str, dict], n_max: int, *, z_values: dict[str, dict] | None = None,
-            label: str = "") -> TracrBound:
+            label: str = "", mlp_heads: dict[str, dict] | None = None) -> TracrBound:
     """Compose the per-head structured leaks and the MLP rules along the model (module docstring).
 
     ``premises``: head → (BOS-competitor, BOS-in-argmax) :class:`CaseStats`; ``mlp_contexts``:
     MLP → its hard contexts (from :class:`~softhard.constructions.tracr_gaps.MLPStats` or an
-    extrapolation); ``n_max``: the length the activation boxes (spreads) are computed for.
+    extrapolation); ``n_max``: the length the activation boxes (spreads) are computed for;
+    ``mlp_heads``: MLP → context → head → the head's premise over the rows *in that context*
+    (:attr:`~softhard.constructions.tracr_gaps.MLPStats.heads`).  With it, a discretising MLP
+    whose input error is made of heads' leaks at the same row (no head on the way read an
+    error-carrying value) is bounded per context: the leak and the margin that occur together —
+    the resolution condition is ``max_P e_z(P)·r_min/r(P) ≤ r_min`` (⇔ ``e_z(P) ≤ r(P)`` for every
+    context P) and the MLP writes ``max_P s_b(P)·e_z(P)`` into coordinate b, where ``e_z(P)`` uses
+    each head's leak bound over the rows of context P.  Otherwise (or without ``mlp_heads``) the
+    worst leak meets the smallest margin and the steepest slope.
     Raises :class:`UnsupportedModel` when a head's query or key reads an error-carrying coordinate.
     """
     stages = activation_boxes(hm, min(n_max, hm.n_max) if hm.n_max is not None else n_max)
@@ -370,6 +394,8 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
     heads: dict[str, dict] = {}
     mlps: dict[str, dict] = {}
     conditions: dict[str, tuple[sp.Expr, Fraction]] = {}
+    atom_head: dict[int, str] = {}  # atom -> the head whose leak it is
+    nonlocal_atoms: set[int] = set()  # atoms that reached a row through a head's values (other rows' errors)
     for li, (hs, ms) in enumerate(zip(hm.heads, hm.mlps)):
         box = next(st_iter).box
         new = [dict(f) for f in e]
@@ -385,6 +411,11 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
             theta = leak_expr(premises[h.name])
             idx = len(atoms)
             atoms.append(theta)
+            atom_head[idx] = h.name
+            VOh = h.vo()
+            for a in range(d):
+                if e[a] and any(x != 0 for x in VOh[a]):
+                    nonlocal_atoms.update(e[a])
             D = spread(h, box)
             w = written_error(h, e, D, idx)
             for b in range(d):
@@ -421,10 +452,20 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
                 for a, c in disc.direction.items():
                     dz = lin_add(dz, e[a], abs(c))
                 out = [dict(f) for f in e]
-                for b, s in disc.slopes.items():
-                    if s:
-                        out[b] = lin_add(out[b], dz, s)
-                cond = lin_expr(dz, atoms)
+                per_ctx = _per_context(disc, dz, (mlp_heads or {}).get(m.name), atom_head, nonlocal_atoms)
+                if per_ctx is None:
+                    for b, s in disc.slopes.items():
+                        if s:
+                            out[b] = lin_add(out[b], dz, s)
+                    cond = lin_expr(dz, atoms)
+                else:
+                    for b in disc.slopes:
+                        terms = [up(c["slope"].get(b, 0)) * ez for c, ez in per_ctx if c["slope"].get(b, 0)]
+                        if terms:
+                            atoms.append(sp.Max(*terms))
+                            out[b] = lin_add(out[b], {len(atoms) - 1: Fraction(1)})
+                    cond = sp.Max(*[ez * up(disc.r_min / c["margin"]) for c, ez in per_ctx if c["margin"] is not None]) \
+                        if disc.r_min is not None else lin_expr(dz, atoms)
                 if disc.r_min is not None:  # None: no kink off the hard values, every input error is tolerated
                     conditions[m.name] = (cond, disc.r_min)
                 mlps[m.name] = {"rule": "discretisation", "node": node, "analysis": disc, "dz": cond}

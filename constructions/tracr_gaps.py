@@ -103,6 +103,9 @@ class MLPStats:
     in_coords: list[int]
     contexts: dict[State, list] = field(default_factory=dict)
     inputs: dict[State, State] = field(default_factory=dict)
+    #: per context, per head of an earlier layer: the (BOS competitor, BOS in argmax) CaseStats of
+    #: that head over the rows in this context (the leak and the MLP margin that occur together)
+    heads: dict[State, dict[str, tuple]] = field(default_factory=dict)
 
 
 @dataclass
@@ -191,6 +194,32 @@ class _Case:
             c.a_min, c.witness_a = a, wa
 
 
+def _update_cases(pair: tuple, rinfo: tuple, rows: np.ndarray, word) -> None:
+    """Update one head's (BOS competitor, BOS in argmax) :class:`_Case` pair with the rows ``rows``
+    (bool, (B, N)) of a batch: ``rinfo`` = (top-minus-BOS gap, top-minus-other gap, argmax size,
+    BOS in argmax, has another competitor, score scale, score denominator), each (B, N)."""
+    gB, gN, a, bosA, hasN, scale, den = rinfo
+    B, N = rows.shape
+    for case, sel in ((pair[0], rows & ~bosA), (pair[1], rows & bosA)):
+        if not sel.any():
+            continue
+
+        def at(flat):
+            b, i = np.unravel_index(flat, (B, N))
+            return word(int(b)), int(i)
+
+        gb = wb = None
+        if case is pair[0]:
+            v, f = _argmin_masked(gB, sel)
+            gb, wb = scale * Fraction(int(v), den), at(f)
+        v, f = _argmin_masked(gN, sel & hasN)
+        gr = wr = None
+        if v is not None:
+            gr, wr = scale * Fraction(int(v), den), at(f)
+        v, f = _argmin_masked(a.astype(np.int64), sel)
+        case.update(int(sel.sum()), gb, wb, gr, wr, int(v), at(f))
+
+
 def _argmin_masked(vals: np.ndarray, mask: np.ndarray):
     """(value, flat index) of the minimum of ``vals`` where ``mask``; None if the mask is empty."""
     if not mask.any():
@@ -240,6 +269,8 @@ def analyse(hm: HardModel, n_max: int, *, limit: int = EXHAUSTIVE_LIMIT, progres
     for name, (cb, ca) in cases.items():
         heads[name].bos_competitor = cb.c
         heads[name].bos_in_argmax = ca.c
+    for ms in mlps.values():
+        ms.heads = {P: {hn: (c0.c, c1.c) for hn, (c0, c1) in hc.items()} for P, hc in ms.heads.items()}
     for o in hm.outputs:
         st = outs[o.name]
         if o.type == "numerical":
@@ -261,6 +292,7 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
         return tuple(alph[int(t) - 1] for t in tok[b])
 
     x = eng.embed(tok)
+    row_info: dict[str, tuple] = {}  # per head so far: its per-row gaps and argmax sizes (B, N)
     for li in range(len(eng.heads)):
         upd = None
         for h, WQ, WK, WV, WO in eng.heads[li]:
@@ -311,24 +343,9 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
                 gB = smax - S.num[..., 0]
             rows = np.zeros((B, N), dtype=bool)
             rows[:, 1:] = True
-            for case, sel in ((cases[h.name][0], rows & ~bosA), (cases[h.name][1], rows & bosA)):
-                if not sel.any():
-                    continue
-
-                def at(flat):
-                    b, i = np.unravel_index(flat, (B, N))
-                    return word(int(b)), int(i)
-
-                gb = wb = None
-                if case is cases[h.name][0]:
-                    v, f = _argmin_masked(gB, sel)
-                    gb, wb = h.scale * Fraction(int(v), S.den), at(f)
-                v, f = _argmin_masked(gN, sel & hasN)
-                gr = wr = None
-                if v is not None:
-                    gr, wr = h.scale * Fraction(int(v), S.den), at(f)
-                v, f = _argmin_masked(a.astype(np.int64), sel)
-                case.update(int(sel.sum()), gb, wb, gr, wr, int(v), at(f))
+            rinfo = (gB, gN, a, bosA, hasN, h.scale, S.den)
+            row_info[h.name] = rinfo
+            _update_cases(cases[h.name], rinfo, rows, word)
             rws, out = eng._head(h, x, WQ, WK, WV)
             w = matmul(out, WO)
             upd = w if upd is None else add(upd, w)
@@ -341,6 +358,11 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
             inp = x.num[:, 1:, ms.in_coords].reshape(B * n, len(ms.in_coords))
             for s, mask in _rows_to_states(flat, pre.den).items():
                 first = int(np.argmax(mask))
+                sel = np.zeros((B, N), dtype=bool)
+                sel[:, 1:] = mask.reshape(B, n)
+                hc = ms.heads.setdefault(s, {})
+                for hn, rinfo in row_info.items():
+                    _update_cases(hc.setdefault(hn, (_Case(), _Case())), rinfo, sel, word)
                 cur = ms.contexts.get(s)
                 if cur is None:
                     b, i = divmod(first, n)

@@ -238,7 +238,8 @@ def analyse(hm: HardModel, info: dict, *, epsilon="margin", progress=None) -> An
     zv = _z_values(hm, stats, dirs)
     data = Premises(kind="exhaustive", heads=dprem, contexts={k: v.contexts for k, v in stats.mlps.items()},
                     z_values=zv, n_hi=N)
-    bound = compose(hm, dprem, data.contexts, N, z_values=zv, label="exhaustive")
+    bound = compose(hm, dprem, data.contexts, N, z_values=zv, label="exhaustive",
+                    mlp_heads={k: v.heads for k, v in stats.mlps.items()})
     margins = {name: o.margin for name, o in stats.outputs.items()}
     eps: dict[str, Fraction] = {}
     for o in hm.outputs:
