@@ -56,6 +56,7 @@ from ..constructions.tracr_gaps import CaseStats, HeadStats
 from .core import n, tau
 from .intervals import activation_boxes, down, up
 from .propagation import LinForm, lin_add, lin_expr, max_expr, mlp_step, spread, written_error
+from .tracr_region import tolerance_region
 
 
 def fs(x: Fraction | None) -> str | None:
@@ -364,9 +365,38 @@ def _per_context(disc: Discretisation, dz: dict, ctx_heads: dict | None, atom_he
     return out
 
 
+def _region(hm: HardModel, li: int, m, e: list, disc: Discretisation, per_ctx: list,
+            tolerance: dict[str, Fraction] | None):
+    """``(output coordinates, [(rho, L)] per context, rho_min)`` when MLP ``m`` of layer ``li`` can be
+    bounded by its tolerance region (:func:`compose`), else None."""
+    if not tolerance or len(hm.outputs) != 1:
+        return None
+    o = hm.outputs[0]
+    eps = tolerance.get(o.name)
+    written = {b for u in range(m.W2.shape[0]) for b in range(hm.d) if m.W2[u, b] != 0}
+    oc = [b for b in o.coords if b in written]
+    if eps is None or eps <= 0 or not oc or any(e[b] for b in o.coords):
+        return None
+    later_heads = [h for hs in hm.heads[li + 1:] for h in hs]
+    same = hm.mlps[li]
+    later_mlps = list(same[[y.name for y in same].index(m.name) + 1:]) + [x for ms in hm.mlps[li + 1:] for x in ms]
+    for b in written:
+        if any(any(x != 0 for x in W[b]) for h in later_heads for W in (h.W_Q, h.W_K, h.W_V)) or \
+                any(any(x != 0 for x in x_.W1[b]) for x_ in later_mlps):
+            return None
+    for b in o.coords:
+        if any(any(h.vo()[a, b] != 0 for a in range(hm.d)) for h in later_heads) or \
+                any(any(x_.W2[u, b] != 0 for u in range(x_.W2.shape[0])) for x_ in later_mlps):
+            return None
+    rows = [tolerance_region(m.W2, disc.units, c["pre"], oc, eps) for c, _ in per_ctx]
+    finite = [rho for rho, _ in rows if rho is not None]
+    return set(oc), rows, (min(finite) if finite else None)
+
+
 def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
             mlp_contexts: dict[str, dict], n_max: int, *, z_values: dict[str, dict] | None = None,
-            label: str = "", mlp_heads: dict[str, dict] | None = None) -> TracrBound:
+            label: str = "", mlp_heads: dict[str, dict] | None = None,
+            tolerance: dict[str, Fraction] | None = None) -> TracrBound:
     """Compose the per-head structured leaks and the MLP rules along the model (module docstring).
 
     ``premises``: head → (BOS-competitor, BOS-in-argmax) :class:`CaseStats`; ``mlp_contexts``:
@@ -379,7 +409,13 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
     the resolution condition is ``max_P e_z(P)·r_min/r(P) ≤ r_min`` (⇔ ``e_z(P) ≤ r(P)`` for every
     context P) and the MLP writes ``max_P s_b(P)·e_z(P)`` into coordinate b, where ``e_z(P)`` uses
     each head's leak bound over the rows of context P.  Otherwise (or without ``mlp_heads``) the
-    worst leak meets the smallest margin and the steepest slope.
+    worst leak meets the smallest margin and the steepest slope.  ``tolerance``: output → ε; with
+    it, such an MLP whose written coordinates nothing after it reads and whose output coordinates
+    nothing else writes is bounded by its tolerance region
+    (:func:`softhard.bounds.tracr_region.tolerance_region`): per context the largest input error
+    ρ(P) that keeps every output coordinate within ε and the ratio L(P) ≤ … it attains — the output
+    error is ``max_P L(P)·e_z(P)`` under ``max_P e_z(P)·ρ_min/ρ(P) ≤ ρ_min``, the other written
+    coordinates take the Lipschitz rule.
     Raises :class:`UnsupportedModel` when a head's query or key reads an error-carrying coordinate.
     """
     stages = activation_boxes(hm, min(n_max, hm.n_max) if hm.n_max is not None else n_max)
@@ -458,7 +494,32 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
                         if s:
                             out[b] = lin_add(out[b], dz, s)
                     cond = lin_expr(dz, atoms)
-                else:
+                region = None if per_ctx is None else _region(hm, li, m, e, disc, per_ctx, tolerance)
+                if region is not None:
+                    rcoords, rows, r_star = region
+                    terms = [up(L) * ez for (c, ez), (rho, L) in zip(per_ctx, rows) if L]
+                    if terms:
+                        atoms.append(sp.Max(*terms))
+                    for b in disc.slopes:
+                        if b in rcoords:
+                            if terms:
+                                out[b] = lin_add(out[b], {len(atoms) - 1: Fraction(1)})
+                        elif disc.lipschitz.get(b):
+                            out[b] = lin_add(out[b], dz, disc.lipschitz[b])
+                    cond = None if r_star is None else sp.Max(*[ez * up(r_star / rho) for (c, ez), (rho, L)
+                                                                 in zip(per_ctx, rows) if rho is not None])
+                    if cond is not None:
+                        conditions[m.name] = (cond, r_star)
+                    mlps[m.name] = {"rule": "tolerance region", "node": node, "analysis": disc, "dz": cond,
+                                    "region": [{"z": c["z"], "rho": rho, "L": L} for (c, _), (rho, L) in zip(per_ctx, rows)]}
+                    g.add_node(node, kind="ffn", layer=li, rule="tolerance region", r_min=fs(r_star),
+                               condition=f"{cond} <= {fs(r_star)}" if cond is not None else "none",
+                               error=str(max_expr(out, atoms)))
+                    e = out
+                    g.add_edge(prev, node)
+                    prev = node
+                    continue
+                elif per_ctx is not None:
                     for b in disc.slopes:
                         terms = [up(c["slope"].get(b, 0)) * ez for c, ez in per_ctx if c["slope"].get(b, 0)]
                         if terms:

@@ -281,6 +281,62 @@ def test_hist_mlp_margins_from_raw_arrays(models):
     assert set(disc.slopes.values()) == {0, 100}
 
 
+def _hist_mlp(A, labels):
+    """hist's counting MLP as a function of its input z (one = 1, BOS indicator 0), exact."""
+    W1, b1 = A["layer_0.mlp.linear_1.w"], A["layer_0.mlp.linear_1.b"]
+    W2, b2 = A["layer_0.mlp.linear_2.w"], A["layer_0.mlp.linear_2.b"]
+    ia, io = labels.index("hist_6_selector_width_attn_output"), labels.index("one")
+    oc = [labels.index(f"hist_6:{k}") for k in range(9)]
+
+    def f(z):
+        pre = [Fraction(W1[ia, u]) * z + Fraction(W1[io, u]) + Fraction(b1[u]) for u in range(W1.shape[1])]
+        return [sum((Fraction(W2[u, b]) * max(pre[u], Fraction(0)) for u in range(W1.shape[1])), Fraction(b2[b]))
+                for b in oc]
+    kinks = sorted({-(Fraction(W1[io, u]) + Fraction(b1[u])) / Fraction(W1[ia, u])
+                    for u in range(W1.shape[1]) if W1[ia, u]})
+    return f, kinks
+
+
+def test_hist_tolerance_region_from_raw_arrays(models):
+    """Per count w, the largest input error rho_w that keeps every output coordinate of hist's MLP
+    within epsilon of its hard value, and the largest ratio (output change)/(input error) up to it:
+    computed here by walking the MLP's kinks in z, from the raw arrays (the module walks units)."""
+    meta, A = raw("hist")
+    labels = meta["residual_labels"]
+    f, kinks = _hist_mlp(A, labels)
+    tm = models["hist"]
+    an = full_analysis(tm.hard_model(), model_info(tm))
+    eps = an.epsilon["hist_6"]
+    region = {r["z"]: (r["rho"], r["L"]) for r in an.bound.mlps["L0.mlp"]["region"]}
+    assert an.bound.mlps["L0.mlp"]["rule"] == "tolerance region"
+    for w in range(1, 9):
+        z0 = Fraction(1, w + 1)
+        f0 = f(z0)
+
+        def dev(z):
+            return max(abs(a - b) for a, b in zip(f(z), f0))
+        rho, ratio = None, Fraction(0)
+        for sg in (1, -1):
+            pts = sorted((abs(k - z0) for k in kinks if sg * (k - z0) > 0))
+            prev, found = Fraction(0), None
+            for t in pts + [Fraction(10)]:
+                if dev(z0 + sg * t) > eps:  # the first crossing lies in (prev, t]: bisect the linear piece exactly
+                    a, b = dev(z0 + sg * prev), dev(z0 + sg * t)
+                    found = prev + (eps - a) / (b - a) * (t - prev)
+                    break
+                prev = t
+            if found is not None and (rho is None or found < rho):
+                rho = found
+        assert region[z0][0] == rho, w
+        for sg in (1, -1):
+            lim = rho if rho is not None else Fraction(10)
+            pts = [k for k in (abs(k - z0) for k in kinks if sg * (k - z0) > 0) if k <= lim] + [lim]
+            first = min((abs(k - z0) for k in kinks if k != z0), default=lim)
+            pts.append(min(first, lim) / 2)
+            ratio = max([ratio] + [dev(z0 + sg * t) / t for t in pts])
+        assert region[z0][1] == ratio, w
+
+
 # --------------------------------------------------------------------------------------------
 # bad input: one line naming the file and the field, exit 2
 

@@ -108,8 +108,11 @@ def test_hist_answers(certs):
     A = c["answers"]
     assert c["status"] == "proved" and A["compiled"]["exact_up_to"] == 8
     (mlp,) = c["mlps"]
-    r_min = Fraction(mlp["condition"]["r_min"])
-    assert math.isclose(float(r_min), 1 / 8 - (1 / 7 + 1 / 8) / 2 + 1 / 100, rel_tol=1e-5)  # 1/8 inside a ramp
+    r_min = Fraction(mlp["analysis"]["r_min"])  # the linear region: 1/8 sits inside a ramp
+    assert math.isclose(float(r_min), 1 / 8 - (1 / 7 + 1 / 8) / 2 + 1 / 100, rel_tol=1e-5)
+    # the tolerance region (the rows of each count): on the ramp at 1/8 (slope 100) the output leaves
+    # epsilon after an input error epsilon/100
+    assert Fraction(mlp["condition"]["r_min"]) == Fraction(c["outputs"][0]["epsilon"]) / 100
     assert mlp["decoder"]["max_count_decoded"] == 9 and mlp["decoder"]["agrees_with_weights"]
     # the binding claim is the MLP resolution condition: t/(2+t) <= r_min, t = (n-1)e^{-lambda}
     with mpmath.workdps(60):
@@ -119,8 +122,20 @@ def test_hist_answers(certs):
         a3 = A["longer_inputs"]
         assert a3["premise"] == "extension" and a3["exact_up_to"] == n_star and a3["binding"] == "mlp:L0.mlp"
         assert any("decodes a count of 9 as 8" in s for s in a3["hard_vs_program"])
-        lam_star = mpmath.findroot(lambda x: 7 * mpmath.exp(-x) / (2 + 7 * mpmath.exp(-x)) - r, 8)
-        assert float(Fraction(A["min_inv_tau"]["inv_tau"])) == pytest.approx(float(lam_star), rel=1e-8)
+        # per count w (MLP context z = 1/(w+1)): the rows there have w + 1 keys in the argmax (BOS tied
+        # with the w equal tokens) and 8 - w competitors at gap 1, so the leak is t/(w+1+t),
+        # t = (8-w)e^{-lambda}; the MLP's tolerance region at z (checked against the raw arrays in
+        # tests/constructions/test_tracr.py) turns it into the output error L_w * leak <= epsilon
+        region = {r["z"]: r for r in c["mlps"][0]["region"]}
+        eps = Fraction(c["outputs"][0]["epsilon"])
+        e = mpmath.mpf(eps.numerator) / eps.denominator
+        roots = []
+        for w in range(1, 8):
+            Lw = Fraction(region[f"1/{w + 1}"]["L"])
+            Lm = mpmath.mpf(Lw.numerator) / Lw.denominator
+            roots.append(mpmath.findroot(lambda x: Lm * (8 - w) * mpmath.exp(-x) / (w + 1 + (8 - w) * mpmath.exp(-x)) - e, 4))
+        assert float(Fraction(A["min_inv_tau"]["inv_tau"])) == pytest.approx(float(max(roots)), rel=1e-8)
+        assert A["min_inv_tau"]["binding"] == "out:hist_6"
     a4 = A["recompiled"]
     assert a4["N_c"] == 9 and a4["hard_failure_next"] == {"N": 10, "count": 10, "decoded": 9}
     assert {cl["n_hi"] for cl in _claims(c, "recompiled")} == set(range(1, 10))
