@@ -90,6 +90,10 @@ class HeadStats:
     bos_competitor: CaseStats = field(default_factory=CaseStats)
     bos_in_argmax: CaseStats = field(default_factory=CaseStats)
     ties_max: int = 0
+    #: per written coordinate: (min, max) of the written value x_j W_V W_O over the non-BOS keys j
+    #: and over the BOS key (the competitors' hull, THEORY §2)
+    values_nonbos: dict[int, tuple] = field(default_factory=dict)
+    values_bos: dict[int, tuple] = field(default_factory=dict)
 
 
 @dataclass
@@ -106,6 +110,8 @@ class MLPStats:
     #: per context, per head of an earlier layer: the (BOS competitor, BOS in argmax) CaseStats of
     #: that head over the rows in this context (the leak and the MLP margin that occur together)
     heads: dict[State, dict[str, tuple]] = field(default_factory=dict)
+    #: per context, per head: written coordinate -> (min, max) of the head's hard output there
+    head_out: dict[State, dict[str, dict[int, tuple]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -192,6 +198,16 @@ class _Case:
             c.g_rest, c.witness_rest = gr, wr
         if a is not None and (c.a_min is None or a < c.a_min):
             c.a_min, c.witness_a = a, wa
+
+
+def _hull(dest: dict[int, tuple], b: int, num: np.ndarray, den: int) -> None:
+    """Widen ``dest[b]`` = (min, max) (Fractions) by the values ``num/den`` (any shape; none: no-op)."""
+    if num.size == 0:
+        return
+    lo, hi = Fraction(int(num.min()), den), Fraction(int(num.max()), den)
+    if b in dest:
+        lo, hi = min(lo, dest[b][0]), max(hi, dest[b][1])
+    dest[b] = (lo, hi)
 
 
 def _update_cases(pair: tuple, rinfo: tuple, rows: np.ndarray, word) -> None:
@@ -293,6 +309,7 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
 
     x = eng.embed(tok)
     row_info: dict[str, tuple] = {}  # per head so far: its per-row gaps and argmax sizes (B, N)
+    written: dict[str, tuple] = {}  # per head so far: its hard output (B, N, d) and written coordinates
     for li in range(len(eng.heads)):
         upd = None
         for h, WQ, WK, WV, WO in eng.heads[li]:
@@ -349,6 +366,12 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
             rws, out = eng._head(h, x, WQ, WK, WV)
             w = matmul(out, WO)
             upd = w if upd is None else add(upd, w)
+            vals = matmul(matmul(x, WV), WO)
+            wc = [b for b in range(vals.num.shape[-1]) if np.any(vals.num[..., b])]
+            for b in wc:
+                _hull(st.values_nonbos, b, vals.num[:, 1:, b], vals.den)
+                _hull(st.values_bos, b, vals.num[:, 0, b], vals.den)
+            written[h.name] = (w, wc)
         if upd is not None:
             x = normalize(add(x, upd))
         for m, W1, b1, W2, b2 in eng.mlps[li]:
@@ -361,8 +384,13 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
                 sel = np.zeros((B, N), dtype=bool)
                 sel[:, 1:] = mask.reshape(B, n)
                 hc = ms.heads.setdefault(s, {})
+                ho = ms.head_out.setdefault(s, {})
                 for hn, rinfo in row_info.items():
                     _update_cases(hc.setdefault(hn, (_Case(), _Case())), rinfo, sel, word)
+                    w, wc = written[hn]
+                    hw = ho.setdefault(hn, {})
+                    for b in wc:
+                        _hull(hw, b, w.num[:, :, b][sel], w.den)
                 cur = ms.contexts.get(s)
                 if cur is None:
                     b, i = divmod(first, n)

@@ -253,7 +253,9 @@ def analyse(hm: HardModel, info: dict, *, epsilon="margin", progress=None) -> An
                 raise ParameterError(f"--epsilon must be > 0, got {epsilon}")
             eps[o.name] = e
     bound = compose(hm, dprem, data.contexts, N, z_values=zv, label="exhaustive",
-                    mlp_heads={k: v.heads for k, v in stats.mlps.items()}, tolerance=eps)
+                    mlp_heads={k: {"heads": v.heads, "outputs": v.head_out,
+                                   "values": {h: (st.values_nonbos, st.values_bos) for h, st in stats.heads.items()}}
+                               for k, v in stats.mlps.items()}, tolerance=eps)
     # extrapolation beyond max_seq_len
     ext, bound_ext, why = _extension(hm, info, stats, tables, dirs)
     # key_size as a function of max_seq_len
