@@ -156,6 +156,21 @@ def reads(W: np.ndarray) -> list[int]:
     return [a for a in range(W.shape[0]) if any(x != 0 for x in W[a])]
 
 
+def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, axis=0, return_inverse=True)`` for a 2-d integer array (the same rows in the
+    same lexicographic order, the same inverse), by one ``np.lexsort`` — many times faster."""
+    n = a.shape[0]
+    if a.shape[1] == 0:
+        return a[:1], np.zeros(n, dtype=np.int64)
+    order = np.lexsort(a.T[::-1])
+    srt = a[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = np.any(srt[1:] != srt[:-1], axis=1)
+    inv = np.empty(n, dtype=np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return srt[new], inv
+
+
 def _rows_to_states(num: np.ndarray, den: int) -> dict[State, np.ndarray]:
     """Distinct rows of ``num/den`` (2-d) → boolean mask of the rows equal to it."""
     out = {}
@@ -167,8 +182,7 @@ def _rows_to_states(num: np.ndarray, den: int) -> dict[State, np.ndarray]:
         for u in uniq:
             out[tuple(Fraction(int(v), den) for v in u)] = np.array([k == u for k in keys])
         return out
-    u, inv = np.unique(num, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    u, inv = unique_rows(num)
     for k, r in enumerate(u):
         out[tuple(Fraction(int(v), den) for v in r)] = inv == k
     return out

@@ -17,12 +17,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from softhard.constructions.engine import forward
 from softhard.constructions.errors import ModelFormatError
 from softhard.constructions.exact import ExactEngine
 from softhard.constructions.tracr import UnsupportedModel, parse_labels
-from softhard.constructions.tracr_gaps import analyse
+from softhard.constructions.tracr_gaps import analyse, unique_rows
 from softhard.constructions.tracr_load import from_assembled, load_tracr
 from softhard.bounds.tracr import logit_table
 from softhard.solver.cli import main
@@ -488,3 +490,19 @@ def test_live_object(models, name, output):
     assert a["outputs"][0]["name"] == ref.output["name"]
     with pytest.raises(ModelFormatError, match="numerical output's residual label must be given"):
         from_assembled(FakeAssembled("frac_prevs"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 40), st.integers(0, 5), st.integers(1, 4), st.integers(0, 2**31 - 1))
+def test_unique_rows_is_numpy_unique(rows, cols, span, seed):
+    """The lexsort-based unique of the exhaustive analysis gives exactly numpy's rows and inverse."""
+    a = np.random.default_rng(seed).integers(-span, span + 1, size=(rows, cols))
+    u, inv = unique_rows(a)
+    if rows == 0:
+        assert u.shape[0] == 0 and inv.shape == (0,)
+        return
+    want_u, want_inv = np.unique(a, axis=0, return_inverse=True)
+    if cols == 0:
+        assert u.shape == (1, 0) and not inv.any()
+        return
+    assert np.array_equal(u, want_u) and np.array_equal(inv, want_inv.reshape(-1))
