@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import shutil
 from fractions import Fraction
 from pathlib import Path
@@ -23,11 +24,13 @@ from hypothesis import strategies as st
 from softhard.constructions.engine import forward
 from softhard.constructions.errors import ModelFormatError
 from softhard.constructions.exact import ExactEngine
-from softhard.constructions.tracr import UnsupportedModel, parse_labels
+from softhard.constructions.tracr import parse_labels
 from softhard.constructions.tracr_gaps import analyse, unique_rows
 from softhard.constructions.tracr_load import from_assembled, load_tracr
 from softhard.bounds.tracr import logit_table
+from softhard.solver.certjson import compute_hashes
 from softhard.solver.cli import main
+from softhard.solver.kinds import verify_certificate
 from softhard.solver.tracr import analyse as full_analysis
 from softhard.solver.tracr import certify_tracr, model_info
 
@@ -401,9 +404,10 @@ def test_bad_input_one_line_exit_2(tmp_path, capsys, case, edit, message):
     assert message in err, err
 
 
-def test_bos_row_read_by_a_later_head_is_refused(tmp_path):
+def test_bos_row_read_by_a_later_head_is_named(tmp_path, capsys):
     """A layer-0 head writing map_5 (read as a value by layer 1): the format's BOS convention would
-    differ from Tracr's at the BOS row — refused with the reason."""
+    differ from Tracr's at the BOS row — the model loads, its certificate has status unknown and
+    names the head and why (exit 1), and verify replays it."""
     stem = _copy(tmp_path)
     meta, _ = raw("frac_prevs")
     lab = meta["residual_labels"]
@@ -412,12 +416,19 @@ def test_bos_row_read_by_a_later_head_is_refused(tmp_path):
         z["layer_0.attn.value.w"][lab.index("tokens:x"), 0] = 1.0
         z["layer_0.attn.linear.w"][0, lab.index("map_5")] = 1.0
     _edit_npz(str(stem), edit)
-    with pytest.raises(UnsupportedModel, match="head L1.H0 reads .* 'map_5', which head L0.H0 wrote at the BOS row"):
-        load_tracr(stem)
+    cert = certify_tracr(load_tracr(stem), numeric=False)
+    assert cert["status"] == "unknown" and cert["claims"] == [] and cert["uncertifiable"]["part"] == "head L1.H0"
+    assert re.search(r"head L1.H0 reads .* 'map_5', which head L0.H0 wrote at the BOS row", cert["uncertifiable"]["reason"])
+    assert all(a["status"] == "unknown" for a in cert["answers"].values())
+    out = tmp_path / "c.json"
+    assert main(["certify", "--tracr", str(stem), "--no-numeric", "-o", str(out)]) == 1
+    assert "not certifiable: head L1.H0" in capsys.readouterr().out
+    assert main(["verify", str(out)]) == 0
 
 
-def test_score_perturbation_is_refused(tmp_path):
-    """A head whose query reads an earlier head's (soft) output: sigma > 0 is not supported."""
+def test_score_perturbation_is_named(tmp_path):
+    """A head whose query reads an earlier head's (soft) output: sigma > 0 is not supported — the
+    certificate says so (status unknown, the head named) and verify replays it."""
     stem = _copy(tmp_path)
     meta, _ = raw("frac_prevs")
     lab = meta["residual_labels"]
@@ -427,9 +438,15 @@ def test_score_perturbation_is_refused(tmp_path):
         z["layer_0.attn.linear.w"][0, lab.index("frac_prevs_3")] = 1.0
         z["layer_1.attn.query.w"][lab.index("frac_prevs_3"), 0] = 100.0
     _edit_npz(str(stem), edit)
-    tm = load_tracr(stem)
-    with pytest.raises(UnsupportedModel, match="head L1.H0 reads coordinate.* frac_prevs_3 .*sigma > 0"):
-        certify_tracr(tm, numeric=False)
+    cert = certify_tracr(load_tracr(stem), numeric=False)
+    assert cert["status"] == "unknown" and cert["uncertifiable"]["part"] == "head L1.H0"
+    assert re.search(r"head L1.H0 reads coordinate.* frac_prevs_3 .*sigma > 0", cert["uncertifiable"]["reason"])
+    rep = verify_certificate(cert)
+    assert rep.ok, rep.problems
+    bad = json.loads(json.dumps(cert))
+    bad["uncertifiable"]["part"] = "head L0.H0"
+    bad["hashes"] = compute_hashes(bad)
+    assert not verify_certificate(bad).ok  # the replay re-finds the part: an edited one is caught
 
 
 def test_parse_labels_errors():
