@@ -56,6 +56,7 @@ from ..constructions.tracr_gaps import CaseStats, HeadStats
 from .core import n, tau
 from .intervals import activation_boxes, down, up
 from .propagation import LinForm, lin_add, lin_expr, max_expr, mlp_step, spread, written_error
+from .tracr_region import tolerance_region
 
 
 def fs(x: Fraction | None) -> str | None:
@@ -200,22 +201,29 @@ def _count(off: int, a: int) -> sp.Expr:
     return n + off - a if 1 + off - a >= 0 else sp.Max(n + off - a, 0)
 
 
-def leak_expr(premise: tuple[CaseStats, CaseStats]) -> sp.Expr:
-    """``Θ(n, τ)``: the structured leak bound of one head from its (BOS competitor, BOS in argmax)
-    premise (module docstring).  0 when no row ever has a competitor.  Gaps are rounded *down* to
-    12 significant digits (:func:`softhard.bounds.intervals.down`), keeping the bound rigorous."""
+def leak_parts(premise: tuple[CaseStats, CaseStats]) -> tuple[sp.Expr | None, sp.Expr | None]:
+    """The two cases of :func:`leak_expr`: the leak bound over the rows where BOS is a competitor
+    and over the rows where BOS is in the argmax (None: no such row with a competitor)."""
     cb, ca = premise
-    parts = []
+    p0 = p1 = None
     if cb.rows and cb.a_min is not None:
         a = cb.a_min
         t = sp.exp(-down(cb.g_bos) / tau)
         if cb.g_rest is not None:
             t = t + _count(0, a) * sp.exp(-down(cb.g_rest) / tau)
-        parts.append(t / (a + t))
+        p0 = t / (a + t)
     if ca.rows and ca.a_min is not None and ca.g_rest is not None:
         a = ca.a_min
         t = _count(1, a) * sp.exp(-down(ca.g_rest) / tau)
-        parts.append(t / (a + t))
+        p1 = t / (a + t)
+    return p0, p1
+
+
+def leak_expr(premise: tuple[CaseStats, CaseStats]) -> sp.Expr:
+    """``Θ(n, τ)``: the structured leak bound of one head from its (BOS competitor, BOS in argmax)
+    premise (module docstring).  0 when no row ever has a competitor.  Gaps are rounded *down* to
+    12 significant digits (:func:`softhard.bounds.intervals.down`), keeping the bound rigorous."""
+    parts = [x for x in leak_parts(premise) if x is not None]
     if not parts:
         return sp.Integer(0)
     return parts[0] if len(parts) == 1 else sp.Max(*parts)
@@ -348,14 +356,106 @@ class TracrBound:
     monotone_in_inv_tau: bool = True
 
 
+def _spread_at(vals: tuple, out: tuple) -> Fraction:
+    """max |v − w| over v in the competitors' hull ``vals``, w in the head's output range ``out``."""
+    return max(vals[1] - out[0], out[1] - vals[0], Fraction(0))
+
+
+def _per_context(disc: Discretisation, dz: dict, ctx: dict | None, atom_head: dict[int, str],
+                 nonlocal_atoms: set[int], e: list, direct: set[int]) -> list[tuple[dict, sp.Expr]] | None:
+    """Per hard context of a discretising MLP: ``(context, e_z(P))`` with ``e_z(P)`` the input error
+    along z from each head's leak bound over the rows of that context (:func:`compose`); None when
+    not applicable (no per-context premises, or an atom that is not a head's leak at the same row).
+
+    When every coordinate of the direction carries only heads' direct writes (no MLP on the way,
+    ``direct``) and ``ctx`` has the heads' outputs and value hulls, each head's error in coordinate
+    a is bounded per context and case by ``leak_case · max |v_a − w_a|`` — v over the competitors'
+    values (non-BOS keys; with BOS where BOS is a competitor), w over the head's hard output at the
+    rows of the context: the leak moves the output from the argmax mean towards the competitors'
+    mean, no further (THEORY §2)."""
+    heads_at = (ctx or {}).get("heads")
+    if not heads_at or not dz or any(t not in atom_head or t in nonlocal_atoms for t in dz):
+        return None
+    outs, hulls = ctx.get("outputs"), ctx.get("values")
+    refine = outs is not None and hulls is not None and all(a in direct for a in disc.direction)
+    out = []
+    for c in disc.contexts:
+        hc = heads_at.get(c["pre"])
+        if hc is None or any(atom_head[t] not in hc for t in dz):
+            return None
+        if refine and all(atom_head[t] in outs.get(c["pre"], {}) for a in disc.direction for t in e[a]):
+            terms = []
+            for a, ca in sorted(disc.direction.items()):
+                for t in sorted(e[a]):
+                    hn = atom_head[t]
+                    w = outs[c["pre"]][hn].get(a)
+                    nb, bb = hulls[hn]
+                    if w is None or a not in nb:
+                        continue  # the head does not write a (its value there is 0 everywhere)
+                    both = (min(nb[a][0], bb.get(a, nb[a])[0]), max(nb[a][1], bb.get(a, nb[a])[1]))
+                    p0, p1 = leak_parts(hc[hn])
+                    parts = [up(abs(ca) * _spread_at(hull, w)) * q for q, hull in ((p0, both), (p1, nb[a])) if q is not None]
+                    if parts:
+                        terms.append(sp.Max(*parts))
+            out.append((c, sp.Add(*terms)))
+        else:
+            out.append((c, sp.Add(*[up(coef) * leak_expr(hc[atom_head[t]]) for t, coef in sorted(dz.items()) if coef])))
+    return out
+
+
+def _region(hm: HardModel, li: int, m, e: list, disc: Discretisation, per_ctx: list,
+            tolerance: dict[str, Fraction] | None):
+    """``(output coordinates, [(rho, L)] per context, rho_min)`` when MLP ``m`` of layer ``li`` can be
+    bounded by its tolerance region (:func:`compose`), else None."""
+    if not tolerance or len(hm.outputs) != 1:
+        return None
+    o = hm.outputs[0]
+    eps = tolerance.get(o.name)
+    written = {b for u in range(m.W2.shape[0]) for b in range(hm.d) if m.W2[u, b] != 0}
+    oc = [b for b in o.coords if b in written]
+    if eps is None or eps <= 0 or not oc or any(e[b] for b in o.coords):
+        return None
+    later_heads = [h for hs in hm.heads[li + 1:] for h in hs]
+    same = hm.mlps[li]
+    later_mlps = list(same[[y.name for y in same].index(m.name) + 1:]) + [x for ms in hm.mlps[li + 1:] for x in ms]
+    for b in written:
+        if any(any(x != 0 for x in W[b]) for h in later_heads for W in (h.W_Q, h.W_K, h.W_V)) or \
+                any(any(x != 0 for x in x_.W1[b]) for x_ in later_mlps):
+            return None
+    for b in o.coords:
+        if any(any(h.vo()[a, b] != 0 for a in range(hm.d)) for h in later_heads) or \
+                any(any(x_.W2[u, b] != 0 for u in range(x_.W2.shape[0])) for x_ in later_mlps):
+            return None
+    rows = [tolerance_region(m.W2, disc.units, c["pre"], oc, eps) for c, _ in per_ctx]
+    finite = [rho for rho, _ in rows if rho is not None]
+    return set(oc), rows, (min(finite) if finite else None)
+
+
 def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
             mlp_contexts: dict[str, dict], n_max: int, *, z_values: dict[str, dict] | None = None,
-            label: str = "") -> TracrBound:
+            label: str = "", mlp_heads: dict[str, dict] | None = None,
+            tolerance: dict[str, Fraction] | None = None) -> TracrBound:
     """Compose the per-head structured leaks and the MLP rules along the model (module docstring).
 
     ``premises``: head → (BOS-competitor, BOS-in-argmax) :class:`CaseStats`; ``mlp_contexts``:
     MLP → its hard contexts (from :class:`~softhard.constructions.tracr_gaps.MLPStats` or an
-    extrapolation); ``n_max``: the length the activation boxes (spreads) are computed for.
+    extrapolation); ``n_max``: the length the activation boxes (spreads) are computed for;
+    ``mlp_heads``: MLP → ``{"heads": context → head → the head's premise over the rows *in that
+    context* (:attr:`~softhard.constructions.tracr_gaps.MLPStats.heads`), "outputs": context →
+    head → coordinate → (min, max) of its hard output there, "values": head → (non-BOS, BOS) value
+    hulls}`` (the last two optional).  With it, a discretising MLP
+    whose input error is made of heads' leaks at the same row (no head on the way read an
+    error-carrying value) is bounded per context: the leak and the margin that occur together —
+    the resolution condition is ``max_P e_z(P)·r_min/r(P) ≤ r_min`` (⇔ ``e_z(P) ≤ r(P)`` for every
+    context P) and the MLP writes ``max_P s_b(P)·e_z(P)`` into coordinate b, where ``e_z(P)`` uses
+    each head's leak bound over the rows of context P.  Otherwise (or without ``mlp_heads``) the
+    worst leak meets the smallest margin and the steepest slope.  ``tolerance``: output → ε; with
+    it, such an MLP whose written coordinates nothing after it reads and whose output coordinates
+    nothing else writes is bounded by its tolerance region
+    (:func:`softhard.bounds.tracr_region.tolerance_region`): per context the largest input error
+    ρ(P) that keeps every output coordinate within ε and the ratio L(P) ≤ … it attains — the output
+    error is ``max_P L(P)·e_z(P)`` under ``max_P e_z(P)·ρ_min/ρ(P) ≤ ρ_min``, the other written
+    coordinates take the Lipschitz rule.
     Raises :class:`UnsupportedModel` when a head's query or key reads an error-carrying coordinate.
     """
     stages = activation_boxes(hm, min(n_max, hm.n_max) if hm.n_max is not None else n_max)
@@ -370,6 +470,9 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
     heads: dict[str, dict] = {}
     mlps: dict[str, dict] = {}
     conditions: dict[str, tuple[sp.Expr, Fraction]] = {}
+    atom_head: dict[int, str] = {}  # atom -> the head whose leak it is
+    nonlocal_atoms: set[int] = set()  # atoms that reached a row through a head's values (other rows' errors)
+    mlp_touched: set[int] = set()  # coordinates whose error an MLP transformed
     for li, (hs, ms) in enumerate(zip(hm.heads, hm.mlps)):
         box = next(st_iter).box
         new = [dict(f) for f in e]
@@ -380,10 +483,16 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
             if dirty_qk:
                 raise UnsupportedModel(f"head {h.name} reads coordinate(s) {', '.join(dirty_qk)} that carry soft error "
                                        "into its query or key (score perturbation sigma > 0): not supported by the "
-                                       "Tracr analysis yet (use certify --model for the generic bound)")
+                                       "Tracr analysis yet (use certify --model for the generic bound)",
+                                       part=f"head {h.name}")
             theta = leak_expr(premises[h.name])
             idx = len(atoms)
             atoms.append(theta)
+            atom_head[idx] = h.name
+            VOh = h.vo()
+            for a in range(d):
+                if e[a] and any(x != 0 for x in VOh[a]):
+                    nonlocal_atoms.update(e[a])
             D = spread(h, box)
             w = written_error(h, e, D, idx)
             for b in range(d):
@@ -420,10 +529,47 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
                 for a, c in disc.direction.items():
                     dz = lin_add(dz, e[a], abs(c))
                 out = [dict(f) for f in e]
-                for b, s in disc.slopes.items():
-                    if s:
-                        out[b] = lin_add(out[b], dz, s)
-                cond = lin_expr(dz, atoms)
+                per_ctx = _per_context(disc, dz, (mlp_heads or {}).get(m.name), atom_head, nonlocal_atoms, e,
+                                       {a for a in range(d) if a not in mlp_touched})
+                if per_ctx is None:
+                    for b, s in disc.slopes.items():
+                        if s:
+                            out[b] = lin_add(out[b], dz, s)
+                    cond = lin_expr(dz, atoms)
+                region = None if per_ctx is None else _region(hm, li, m, e, disc, per_ctx, tolerance)
+                if region is not None:
+                    rcoords, rows, r_star = region
+                    terms = [up(L) * ez for (c, ez), (rho, L) in zip(per_ctx, rows) if L]
+                    if terms:
+                        atoms.append(sp.Max(*terms))
+                    for b in disc.slopes:
+                        if b in rcoords:
+                            if terms:
+                                out[b] = lin_add(out[b], {len(atoms) - 1: Fraction(1)})
+                        elif disc.lipschitz.get(b):
+                            out[b] = lin_add(out[b], dz, disc.lipschitz[b])
+                    cond = None if r_star is None else sp.Max(*[ez * up(r_star / rho) for (c, ez), (rho, L)
+                                                                 in zip(per_ctx, rows) if rho is not None])
+                    if cond is not None:
+                        conditions[m.name] = (cond, r_star)
+                    mlps[m.name] = {"rule": "tolerance region", "node": node, "analysis": disc, "dz": cond,
+                                    "region": [{"z": c["z"], "rho": rho, "L": L} for (c, _), (rho, L) in zip(per_ctx, rows)]}
+                    g.add_node(node, kind="ffn", layer=li, rule="tolerance region", r_min=fs(r_star),
+                               condition=f"{cond} <= {fs(r_star)}" if cond is not None else "none",
+                               error=str(max_expr(out, atoms)))
+                    mlp_touched.update(b for b in range(d) if out[b] != e[b])
+                    e = out
+                    g.add_edge(prev, node)
+                    prev = node
+                    continue
+                elif per_ctx is not None:
+                    for b in disc.slopes:
+                        terms = [up(c["slope"].get(b, 0)) * ez for c, ez in per_ctx if c["slope"].get(b, 0)]
+                        if terms:
+                            atoms.append(sp.Max(*terms))
+                            out[b] = lin_add(out[b], {len(atoms) - 1: Fraction(1)})
+                    cond = sp.Max(*[ez * up(disc.r_min / c["margin"]) for c, ez in per_ctx if c["margin"] is not None]) \
+                        if disc.r_min is not None else lin_expr(dz, atoms)
                 if disc.r_min is not None:  # None: no kink off the hard values, every input error is tolerated
                     conditions[m.name] = (cond, disc.r_min)
                 mlps[m.name] = {"rule": "discretisation", "node": node, "analysis": disc, "dz": cond}
@@ -431,9 +577,12 @@ def compose(hm: HardModel, premises: dict[str, tuple[CaseStats, CaseStats]],
                            condition=f"{cond} <= {fs(disc.r_min)}" if disc.r_min is not None else "none",
                            slopes=str({hm.labels[b]: fs(s) for b, s in disc.slopes.items() if s}),
                            error=str(max_expr(out, atoms)))
+                mlp_touched.update(b for b in range(d) if out[b] != e[b])
                 e = out
             else:
-                e, groups = mlp_step(m, e)
+                e2, groups = mlp_step(m, e)
+                mlp_touched.update(b for b in range(d) if e2[b] != e[b])
+                e = e2
                 why = "several error directions" if ctx is not None else "no hard contexts known"
                 mlps[m.name] = {"rule": f"lipschitz ({why})", "node": node, "analysis": disc}
                 g.add_node(node, kind="ffn", layer=li, rule=f"lipschitz ({why})", error=str(max_expr(e, atoms)))

@@ -3,8 +3,8 @@
 Tracr (google-deepmind/tracr) compiles RASP programs into transformers that approximate hard
 attention by softmax with a large inverse temperature.  :mod:`softhard.constructions.tracr_load`
 reads such a model — an export (``NAME.json`` + ``NAME.npz``, see
-``../shared/tracr-models/README.md``) or, when the ``tracr`` package happens to be importable, a
-live ``AssembledTransformerModel`` (duck-typed; tracr is *not* a dependency) — and validates it
+docs/tracr.md, "The export format") or a live ``AssembledTransformerModel`` (duck-typed; tracr is
+the optional ``[tracr]`` extra) — and validates it
 into a :class:`TracrModel`; this module maps it onto a softhard model document
 (:mod:`softhard.constructions.modelfile`), the input of the gap analysis, the composed bounds and
 the certificates.  ``docs/tracr.md`` is the user documentation.
@@ -33,7 +33,8 @@ the certificates.  ``docs/tracr.md`` is the user documentation.
 * *BOS*: always attendable; the format lets the BOS query attend to BOS only, while Tracr's BOS
   query attends softly to every key.  The two agree at every non-BOS position unless a later
   head's keys or values read a coordinate that an earlier head wrote (at the BOS row); that is
-  checked (:func:`bos_convention`) and such models are refused (not supported yet);
+  checked (:func:`bos_obstacle`, per MLP hidden unit) and such a model gets a certificate with
+  status unknown that names the head (not modelled yet);
 * *MLPs* as they are (``relu``); *outputs*: a categorical output reads the
   ``output_residual_labels`` (argmax, classes from ``output_encoding``), a numerical one reads its
   single coordinate; ``unembed.w`` must be the 0/1 projection onto those labels;
@@ -66,8 +67,13 @@ ENCLOSURE_DIGITS = 30
 
 
 class UnsupportedModel(SofthardError):
-    """A well-formed Tracr model that the mapping does not support (layer norm, a non-ReLU
-    activation, a BOS row read by a later head); the message says what and where."""
+    """A well-formed Tracr model that the mapping or the analysis does not support (layer norm, a
+    non-ReLU activation; a head whose query or key carries soft error, a BOS row read by a later
+    head); the message says what and where, ``part`` names the head or MLP (None: the model)."""
+
+    def __init__(self, message: str, *, part: str | None = None):
+        self.part = part
+        super().__init__(message)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,13 +294,9 @@ class TracrModel:
         return parse_model(self.to_doc(), path=f"{self.source} (as a softhard model)")
 
     def hard_model(self) -> HardModel:
-        """The canonical exact model; raises :class:`UnsupportedModel` when the BOS convention
-        matters (:func:`bos_convention`)."""
-        hm = self.spec().canonical()
-        msg = bos_convention(hm)
-        if msg:
-            raise UnsupportedModel(f"{self.source}: {msg}")
-        return hm
+        """The canonical exact model (whether the BOS convention matters is for the certificate to
+        say: :func:`bos_obstacle`)."""
+        return self.spec().canonical()
 
     # -- reading outputs --------------------------------------------------------------------
 
@@ -309,32 +311,43 @@ class TracrModel:
 def bos_convention(hm: HardModel) -> str:
     """Empty if the format's BOS convention (the BOS query attends to BOS only) and Tracr's (the BOS
     query attends softly to every key) give identical values at every non-BOS position; else a
-    one-line reason.  They can differ only through the BOS row's residual after an attention
-    layer: it is read by non-BOS rows exactly when a later head's keys or values read a
-    coordinate that an earlier head wrote (directly, or through an MLP reading it)."""
+    one-line reason (:func:`bos_obstacle`)."""
+    ob = bos_obstacle(hm)
+    return "" if ob is None else ob[1]
+
+
+def bos_obstacle(hm: HardModel) -> tuple[str, str] | None:
+    """None if the two BOS conventions agree at every non-BOS position (:func:`bos_convention`), else
+    ``(part, reason)``: the head that reads the BOS row and why.  They can differ only through the
+    BOS row's residual after an attention layer: it is read by non-BOS rows exactly when a later
+    head's keys or values read a coordinate that an earlier head wrote (directly, or through an MLP
+    hidden unit reading it — checked per unit: a unit reading only token or positional coordinates
+    writes the same value in both conventions)."""
     dirty: set[int] = set()
     writer: dict[int, str] = {}
     for hs, ms in zip(hm.heads, hm.mlps):
         for h in hs:
             for a in sorted(dirty):
                 if any(x != 0 for x in h.W_K[a]) or any(x != 0 for x in h.W_V[a]):
-                    return (f"head {h.name} reads (as key or value) coordinate {hm.labels[a]!r}, which "
-                            f"{writer[a]} wrote at the BOS row; Tracr's BOS row there differs from the format's "
-                            "(BOS attends to BOS only) — models where a later head reads an earlier head's output "
-                            "through keys or values are not supported yet")
+                    return (f"head {h.name}",
+                            f"head {h.name} reads (as key or value) coordinate {hm.labels[a]!r}, which "
+                            f"{writer[a]} wrote at the BOS row; Tracr's BOS query attends to every key, the format's "
+                            "to BOS only, so the BOS row differs there and reaches this head (Tracr's BOS-row "
+                            "semantics is not modelled yet)")
         for h in hs:
             VO = h.vo()
             for b in range(hm.d):
                 if any(VO[a, b] != 0 for a in range(hm.d)):
                     dirty.add(b)
                     writer.setdefault(b, f"head {h.name}")
-        for m in ms:
-            if any(any(m.W1[a, u] != 0 for u in range(m.W1.shape[1])) for a in dirty):
-                for b in range(hm.d):
-                    if any(m.W2[u, b] != 0 for u in range(m.W2.shape[0])):
-                        dirty.add(b)
-                        writer.setdefault(b, f"MLP {m.name} (reading a head's output)")
-    return ""
+        for m in ms:  # per hidden unit: only a unit that reads a BOS-row-dirty coordinate writes one
+            for u in range(m.W1.shape[1]):
+                if any(m.W1[a, u] != 0 for a in dirty):
+                    for b in range(hm.d):
+                        if m.W2[u, b] != 0:
+                            dirty.add(b)
+                            writer.setdefault(b, f"MLP {m.name} unit {u} (reading a head's output)")
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -91,6 +91,10 @@ class HeadStats:
     bos_competitor: CaseStats = field(default_factory=CaseStats)
     bos_in_argmax: CaseStats = field(default_factory=CaseStats)
     ties_max: int = 0
+    #: per written coordinate: (min, max) of the written value x_j W_V W_O over the non-BOS keys j
+    #: and over the BOS key (the competitors' hull, THEORY §2)
+    values_nonbos: dict[int, tuple] = field(default_factory=dict)
+    values_bos: dict[int, tuple] = field(default_factory=dict)
 
 
 @dataclass
@@ -104,6 +108,11 @@ class MLPStats:
     in_coords: list[int]
     contexts: dict[State, list] = field(default_factory=dict)
     inputs: dict[State, State] = field(default_factory=dict)
+    #: per context, per head of an earlier layer: the (BOS competitor, BOS in argmax) CaseStats of
+    #: that head over the rows in this context (the leak and the MLP margin that occur together)
+    heads: dict[State, dict[str, tuple]] = field(default_factory=dict)
+    #: per context, per head: written coordinate -> (min, max) of the head's hard output there
+    head_out: dict[State, dict[str, dict[int, tuple]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -148,6 +157,21 @@ def reads(W: np.ndarray) -> list[int]:
     return [a for a in range(W.shape[0]) if any(x != 0 for x in W[a])]
 
 
+def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, axis=0, return_inverse=True)`` for a 2-d integer array (the same rows in the
+    same lexicographic order, the same inverse), by one ``np.lexsort`` — many times faster."""
+    n = a.shape[0]
+    if a.shape[1] == 0:
+        return a[:1], np.zeros(n, dtype=np.int64)
+    order = np.lexsort(a.T[::-1])
+    srt = a[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = np.any(srt[1:] != srt[:-1], axis=1)
+    inv = np.empty(n, dtype=np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return srt[new], inv
+
+
 def _rows_to_states(num: np.ndarray, den: int) -> dict[State, np.ndarray]:
     """Distinct rows of ``num/den`` (2-d) → boolean mask of the rows equal to it."""
     out = {}
@@ -159,8 +183,7 @@ def _rows_to_states(num: np.ndarray, den: int) -> dict[State, np.ndarray]:
         for u in uniq:
             out[tuple(Fraction(int(v), den) for v in u)] = np.array([k == u for k in keys])
         return out
-    u, inv = np.unique(num, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    u, inv = unique_rows(num)
     for k, r in enumerate(u):
         out[tuple(Fraction(int(v), den) for v in r)] = inv == k
     return out
@@ -190,6 +213,42 @@ class _Case:
             c.g_rest, c.witness_rest = gr, wr
         if a is not None and (c.a_min is None or a < c.a_min):
             c.a_min, c.witness_a = a, wa
+
+
+def _hull(dest: dict[int, tuple], b: int, num: np.ndarray, den: int) -> None:
+    """Widen ``dest[b]`` = (min, max) (Fractions) by the values ``num/den`` (any shape; none: no-op)."""
+    if num.size == 0:
+        return
+    lo, hi = Fraction(int(num.min()), den), Fraction(int(num.max()), den)
+    if b in dest:
+        lo, hi = min(lo, dest[b][0]), max(hi, dest[b][1])
+    dest[b] = (lo, hi)
+
+
+def _update_cases(pair: tuple, rinfo: tuple, rows: np.ndarray, word) -> None:
+    """Update one head's (BOS competitor, BOS in argmax) :class:`_Case` pair with the rows ``rows``
+    (bool, (B, N)) of a batch: ``rinfo`` = (top-minus-BOS gap, top-minus-other gap, argmax size,
+    BOS in argmax, has another competitor, score scale, score denominator), each (B, N)."""
+    gB, gN, a, bosA, hasN, scale, den = rinfo
+    B, N = rows.shape
+    for case, sel in ((pair[0], rows & ~bosA), (pair[1], rows & bosA)):
+        if not sel.any():
+            continue
+
+        def at(flat):
+            b, i = np.unravel_index(flat, (B, N))
+            return word(int(b)), int(i)
+
+        gb = wb = None
+        if case is pair[0]:
+            v, f = _argmin_masked(gB, sel)
+            gb, wb = scale * Fraction(int(v), den), at(f)
+        v, f = _argmin_masked(gN, sel & hasN)
+        gr = wr = None
+        if v is not None:
+            gr, wr = scale * Fraction(int(v), den), at(f)
+        v, f = _argmin_masked(a.astype(np.int64), sel)
+        case.update(int(sel.sum()), gb, wb, gr, wr, int(v), at(f))
 
 
 def _argmin_masked(vals: np.ndarray, mask: np.ndarray):
@@ -240,6 +299,8 @@ def analyse(hm: HardModel, n_max: int, *, limit: int = EXHAUSTIVE_LIMIT, progres
     for name, (cb, ca) in cases.items():
         heads[name].bos_competitor = cb.c
         heads[name].bos_in_argmax = ca.c
+    for ms in mlps.values():
+        ms.heads = {P: {hn: (c0.c, c1.c) for hn, (c0, c1) in hc.items()} for P, hc in ms.heads.items()}
     for o in hm.outputs:
         st = outs[o.name]
         if o.type == "numerical":
@@ -261,6 +322,8 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
         return tuple(alph[int(t) - 1] for t in tok[b])
 
     x = eng.embed(tok)
+    row_info: dict[str, tuple] = {}  # per head so far: its per-row gaps and argmax sizes (B, N)
+    written: dict[str, tuple] = {}  # per head so far: its hard output (B, N, d) and written coordinates
     for li in range(len(eng.heads)):
         upd = None
         for h, WQ, WK, WV, WO in eng.heads[li]:
@@ -311,27 +374,18 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
                 gB = smax - S.num[..., 0]
             rows = np.zeros((B, N), dtype=bool)
             rows[:, 1:] = True
-            for case, sel in ((cases[h.name][0], rows & ~bosA), (cases[h.name][1], rows & bosA)):
-                if not sel.any():
-                    continue
-
-                def at(flat):
-                    b, i = np.unravel_index(flat, (B, N))
-                    return word(int(b)), int(i)
-
-                gb = wb = None
-                if case is cases[h.name][0]:
-                    v, f = _argmin_masked(gB, sel)
-                    gb, wb = h.scale * Fraction(int(v), S.den), at(f)
-                v, f = _argmin_masked(gN, sel & hasN)
-                gr = wr = None
-                if v is not None:
-                    gr, wr = h.scale * Fraction(int(v), S.den), at(f)
-                v, f = _argmin_masked(a.astype(np.int64), sel)
-                case.update(int(sel.sum()), gb, wb, gr, wr, int(v), at(f))
+            rinfo = (gB, gN, a, bosA, hasN, h.scale, S.den)
+            row_info[h.name] = rinfo
+            _update_cases(cases[h.name], rinfo, rows, word)
             rws, out = eng._head(h, x, WQ, WK, WV)
             w = matmul(out, WO)
             upd = w if upd is None else add(upd, w)
+            vals = matmul(matmul(x, WV), WO)
+            wc = [b for b in range(vals.num.shape[-1]) if np.any(vals.num[..., b])]
+            for b in wc:
+                _hull(st.values_nonbos, b, vals.num[:, 1:, b], vals.den)
+                _hull(st.values_bos, b, vals.num[:, 0, b], vals.den)
+            written[h.name] = (w, wc)
         if upd is not None:
             x = normalize(add(x, upd))
         for m, W1, b1, W2, b2 in eng.mlps[li]:
@@ -341,6 +395,16 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
             inp = x.num[:, 1:, ms.in_coords].reshape(B * n, len(ms.in_coords))
             for s, mask in _rows_to_states(flat, pre.den).items():
                 first = int(np.argmax(mask))
+                sel = np.zeros((B, N), dtype=bool)
+                sel[:, 1:] = mask.reshape(B, n)
+                hc = ms.heads.setdefault(s, {})
+                ho = ms.head_out.setdefault(s, {})
+                for hn, rinfo in row_info.items():
+                    _update_cases(hc.setdefault(hn, (_Case(), _Case())), rinfo, sel, word)
+                    w, wc = written[hn]
+                    hw = ho.setdefault(hn, {})
+                    for b in wc:
+                        _hull(hw, b, w.num[:, :, b][sel], w.den)
                 cur = ms.contexts.get(s)
                 if cur is None:
                     b, i = divmod(first, n)

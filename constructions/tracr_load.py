@@ -1,6 +1,6 @@
 """Read compiled Tracr transformers: an export (``NAME.json`` + ``NAME.npz``, see
-``../shared/tracr-models/README.md``) or, when the ``tracr`` package happens to be importable, a
-live ``AssembledTransformerModel`` (duck-typed; tracr is *not* a dependency).  Both are validated
+docs/tracr.md, "The export format") or a live ``AssembledTransformerModel`` (duck-typed, through
+the same export path; tracr is the optional ``[tracr]`` extra).  Both are validated
 into a :class:`~softhard.constructions.tracr.TracrModel`, which maps them onto softhard's model
 format (the mapping is described in :mod:`softhard.constructions.tracr`).
 
@@ -24,7 +24,8 @@ import numpy as np
 
 from .errors import ModelFormatError
 from .jsonfile import read_json_file
-from .tracr import TracrModel, UnsupportedModel, bos_convention, parse_labels
+from .tracr import TracrModel, UnsupportedModel, parse_labels
+from .tracr_compile import export_assembled, token_text
 
 # ---------------------------------------------------------------------------------------------
 # reading an export
@@ -42,7 +43,7 @@ def _resolve(path: str | os.PathLike) -> tuple[Path, Path]:
     p = Path(path)
     if p.is_dir():
         raise ModelFormatError(f"{p}: is a directory; give the model as NAME, NAME.json or NAME.npz "
-                               "(e.g. ../shared/tracr-models/frac_prevs)")
+                               "(e.g. examples/tracr/frac_prevs)")
     stem = p.with_suffix("") if p.suffix in (".json", ".npz") else p
     return stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".npz")
 
@@ -94,9 +95,12 @@ def load_tracr(path: str | os.PathLike) -> TracrModel:
 def _build(meta: dict, arrays: dict[str, np.ndarray], *, json_path: str, npz_path: str, files: dict,
            source: str, coldness_source: str = "softmax_coldness_nominal") -> TracrModel:
     ej, ez = _Err(json_path), _Err(npz_path)
-    vocab = _get(meta, "vocab", ej, list, "a list of token strings")
-    if not vocab or not all(isinstance(t, str) and t for t in vocab) or len(set(vocab)) != len(vocab):
-        raise ej("vocab", "expected a non-empty list of distinct non-empty strings")
+    vocab_raw = _get(meta, "vocab", ej, list, "a list of tokens (strings or numbers)")
+    if not vocab_raw or not all(isinstance(t, (str, int, float)) and (not isinstance(t, str) or t) for t in vocab_raw):
+        raise ej("vocab", "expected a non-empty list of tokens: non-empty strings, numbers or booleans")
+    vocab = [token_text(t) for t in vocab_raw]  # a token is its text (as in the residual labels)
+    if len(set(vocab)) != len(vocab):
+        raise ej("vocab", f"token {next(t for t in vocab if vocab.count(t) > 1)!r} appears twice")
     max_len = _pos_int(meta, "max_seq_len", ej, "max_seq_len")
     bos = _get(meta, "bos_token", ej, str, "a string")
     pad = meta.get("pad_token")
@@ -238,12 +242,15 @@ def _build(meta: dict, arrays: dict[str, np.ndarray], *, json_path: str, npz_pat
         if not isinstance(ex, dict) or not isinstance(ex.get("input"), list) or "rasp" not in ex:
             raise ej(f"examples[{i}]", "expected an object with 'input' (list of tokens) and 'rasp'")
         for t in ex["input"]:
-            if t not in vocab:
+            if isinstance(t, (dict, list)) or token_text(t) not in vocab:
                 raise ej(f"examples[{i}].input", f"token {t!r} is not in vocab")
         if len(ex["input"]) > max_len or not ex["input"]:
             raise ej(f"examples[{i}].input", f"length {len(ex['input'])} outside 1..max_seq_len = {max_len}")
-        if not isinstance(ex["rasp"], list) or len(ex["rasp"]) != len(ex["input"]):
-            raise ej(f"examples[{i}].rasp", "expected one value per input token")
+        for k in ("rasp", "compiled", "compiled_jax", "numpy_soft", "numpy_hard"):
+            if k in ex and ex[k] is not None and (not isinstance(ex[k], list) or len(ex[k]) != len(ex["input"])):
+                raise ej(f"examples[{i}].{k}", "expected one value per input token")
+    examples = [{**ex, "input": [token_text(t) for t in ex["input"]],
+                 "compiled_jax": ex.get("compiled_jax", ex.get("compiled"))} for ex in examples]
     token_rows = np.zeros((len(vocab_sorted) + 1, d))
     E = arrays["token_embed.embeddings"]
     token_rows[0] = E[enc[bos]]
@@ -258,11 +265,7 @@ def _build(meta: dict, arrays: dict[str, np.ndarray], *, json_path: str, npz_pat
                     output={"name": label, "categorical": categorical, "labels": list(out_labels), "coords": coords,
                             "classes": classes},
                     examples=examples, sops=meta.get("sops") or {}, modules=meta.get("modules") or [], files=files)
-    tm.to_doc()  # maps eagerly: the notes and any problem surface at load time
-    spec = tm.spec()
-    msg = bos_convention(spec.canonical())
-    if msg:
-        raise UnsupportedModel(f"{source}: {msg}")
+    tm.spec()  # maps and validates eagerly: the notes and any format problem surface at load time
     return tm
 
 
@@ -292,102 +295,23 @@ def tracr_available() -> bool:
     return importlib.util.find_spec("tracr") is not None
 
 
-def from_assembled(model: Any, *, name: str = "tracr-model", output: str | None = None,
-                   coldness: float | None = None, examples: Sequence[Sequence[str]] = ()) -> TracrModel:
-    """A :class:`TracrModel` from a live compiled model (tracr's ``AssembledTransformerModel``;
-    duck-typed, so tracr need not be installed to call this on an equivalent object).
+def from_assembled(model: Any, *, name: str = "tracr-model", output: str | None = None, program: Any = None,
+                   mlp_exactness: int | None = None, examples: Sequence[Sequence] | None = None) -> TracrModel:
+    """A :class:`TracrModel` from a live compiled model (tracr's ``AssembledTransformerModel``,
+    duck-typed): :func:`softhard.constructions.tracr_compile.export_assembled` turns it into the
+    export's metadata and arrays — exactly what ``softhard tracr compile`` writes — and they are
+    validated as :func:`load_tracr` validates the files.
 
-    Reads ``model.params`` (``token_embed``/``pos_embed`` ``embeddings``,
-    ``transformer/layer_i/attn/{query,key,value,linear}`` and ``transformer/layer_i/mlp/linear_{1,2}``
-    ``w``/``b``), ``model.model_config`` (``num_heads``, ``num_layers``, ``key_size``,
-    ``mlp_hidden_size``, ``causal``, ``layer_norm``), ``model.residual_labels``,
-    ``model.input_encoder`` (``encoding_map``, ``bos_token``, ``pad_token``) and
-    ``model.output_encoder`` (``decoding_map`` for a categorical output; numerical otherwise).
-
-    ``output``: the output sop's label (its residual block); inferred for a categorical output as
-    the block whose values are the decoder's classes, required for a numerical one.
-    ``coldness``: the nominal softmax coldness; default: inferred as the largest ``|W_Q W_Kᵀ|``
-    entry over all heads (Tracr's selectors score selected keys at exactly the coldness).
-    ``examples``: input words whose outputs :func:`softhard.solver.tracr.confirm` will compare with
-    ``model.apply`` when it exists.  Raises like :func:`load_tracr` (file name ``<live model>``).
-    """
+    ``output``: the output sop's label (default ``program.label``; inferred from the output
+    encoder for a categorical output; required for a numerical one without ``program``);
+    ``program``: the RASP program (the stored examples then carry RASP's outputs);
+    ``examples``: input words (default: up to 20, see ``export_assembled``).  Raises like
+    :func:`load_tracr` (file name ``<live model NAME>``)."""
+    meta, arrays = export_assembled(model, name=name, output=output, program=program, mlp_exactness=mlp_exactness,
+                                    examples=examples)
     where = f"<live model {name}>"
-    err = _Err(where)
-    for attr in ("params", "model_config", "residual_labels", "input_encoder"):
-        if not hasattr(model, attr):
-            raise err(attr, "missing (expected a tracr AssembledTransformerModel)")
-    params = model.params
-    cfgo = model.model_config
-    cfg = {}
-    for k in ("num_layers", "num_heads", "key_size", "mlp_hidden_size"):
-        if not hasattr(cfgo, k):
-            raise err(f"model_config.{k}", "missing")
-        cfg[k] = int(getattr(cfgo, k))
-    cfg["causal"] = bool(getattr(cfgo, "causal", False))
-    ie = model.input_encoder
-    enc = dict(getattr(ie, "encoding_map", {}) or {})
-    bos, pad = getattr(ie, "bos_token", None), getattr(ie, "pad_token", None)
-    if not enc or bos is None:
-        raise err("input_encoder", "needs encoding_map and bos_token")
-    vocab = [t for t in enc if t not in (bos, pad)]
-    labels = [str(s) for s in model.residual_labels]
-    arrays: dict[str, np.ndarray] = {}
-
-    def grab(key: str, sub: str, name_: str):
-        try:
-            arrays[name_] = np.asarray(params[key][sub], dtype=np.float64)
-        except (KeyError, TypeError):
-            raise err(f"params[{key!r}][{sub!r}]", "missing") from None
-
-    grab("token_embed", "embeddings", "token_embed.embeddings")
-    grab("pos_embed", "embeddings", "pos_embed.embeddings")
-    for li in range(cfg["num_layers"]):
-        for nm in ("query", "key", "value", "linear"):
-            for s in ("w", "b"):
-                grab(f"transformer/layer_{li}/attn/{nm}", s, f"layer_{li}.attn.{nm}.{s}")
-        for nm in ("linear_1", "linear_2"):
-            for s in ("w", "b"):
-                grab(f"transformer/layer_{li}/mlp/{nm}", s, f"layer_{li}.mlp.{nm}.{s}")
-    oe = getattr(model, "output_encoder", None)
-    dec = getattr(oe, "decoding_map", None) if oe is not None else None
-    blocks = parse_labels(labels, where=f"{where}: residual_labels")
-    if dec:
-        classes = [dec[k] for k in sorted(dec)]
-        if output is None:
-            cands = [b for b in blocks if b.kind == "categorical" and [str(v) for v in b.values] == [str(c) for c in classes]]
-            if len(cands) != 1:
-                raise err("output", "cannot infer the output block from output_encoder.decoding_map; pass output=LABEL")
-            output = cands[0].name
-        out_labels = [f"{output}:{c}" for c in classes]
-    else:
-        if output is None:
-            raise err("output", "a numerical output's residual label must be given (output=LABEL)")
-        out_labels = [output]
-    for lab in out_labels:
-        if lab not in labels:
-            raise err("output", f"{lab!r} is not a residual label")
-    if coldness is None:
-        best = 0.0
-        K = cfg["key_size"]
-        for li in range(cfg["num_layers"]):
-            Q, Kw = arrays[f"layer_{li}.attn.query.w"], arrays[f"layer_{li}.attn.key.w"]
-            for h in range(cfg["num_heads"]):
-                s = slice(h * K, (h + 1) * K)
-                best = max(best, float(np.max(np.abs(Q[:, s] @ Kw[:, s].T), initial=0.0)))
-        if best <= 0:
-            raise err("params", "no attention head has a nonzero score; cannot infer the softmax coldness "
-                                "(pass coldness=...)")
-        coldness, csrc = best, "inferred: largest |W_Q W_K^T| entry over the heads"
-    else:
-        csrc = "given"
-    meta = {"program": name, "program_label": output, "vocab": vocab, "max_seq_len": arrays["pos_embed.embeddings"].shape[0] - 1,
-            "bos_token": bos, "pad_token": pad, "input_encoding": enc, "residual_labels": labels, "config": cfg,
-            "softmax_coldness_nominal": coldness, "layer_norm": bool(getattr(cfgo, "layer_norm", False)),
-            "output_residual_labels": out_labels, "output_is_categorical": bool(dec),
-            "examples": [{"input": list(w), "rasp": [None] * len(w)} for w in examples]}
-    if dec:
-        meta["output_encoding"] = {str(c): k for k, c in enumerate(classes)}
-    return _build(meta, arrays, json_path=where, npz_path=where, files={}, source=where, coldness_source=csrc)
+    return _build(meta, arrays, json_path=where, npz_path=where, files={}, source=where,
+                  coldness_source="inferred: largest |W_Q W_K^T| entry over the heads")
 
 
 def load_any(obj: Any) -> TracrModel:

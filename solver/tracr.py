@@ -41,7 +41,7 @@ from ..bounds.tracr import fs, generic_leak_expr
 from ..constructions.errors import CertificateError, ParameterError
 from ..constructions.hard_model import HardModel
 from ..constructions.modelfile import doc_sha256, model_from_doc
-from ..constructions.tracr import TracrModel, bos_convention, parse_labels
+from ..constructions.tracr import TracrModel, UnsupportedModel, bos_obstacle, parse_labels, sqrt_ratio_enclosure
 from .certificate import envelope
 from .certjson import canonical
 from .check import ProofCache
@@ -68,17 +68,17 @@ _NOT_REPLAYED = ("source", "files", "sops", "modules", "examples")
 # the derived sections
 
 
-def _model_json(an: Analysis, doc: dict) -> dict:
-    info, hm = an.info, an.hm
+def _model_json(info: dict, hm: HardModel, lam: tuple[Fraction, Fraction], doc: dict,
+                bos: str | None = "the BOS row is never read by a later head's keys or values: the format's BOS "
+                                  "convention and Tracr's give identical outputs at every non-BOS position") -> dict:
     return {"name": info["name"], "label": info["label"], "vocab": list(hm.alphabet),
             "max_seq_len": info["max_seq_len"], "layers": doc["n_layers"], "num_heads": info["num_heads"],
             "key_size": info["key_size"], "coldness_nominal": info["coldness"],
             "coldness_source": info["coldness_source"],
-            "inv_tau_compiled": {"lower": fs(an.lam[0]), "upper": fs(an.lam[1]), "decimal": fd(an.lam[0]),
+            "inv_tau_compiled": {"lower": fs(lam[0]), "upper": fs(lam[1]), "decimal": fd(lam[0]),
                                  "formula": f"coldness/sqrt(key_size) = {info['coldness']}/sqrt({info['key_size']})"},
             "mlp_exactness": info["mlp_exactness"], "blocks": _blocks(hm), "notes": info["notes"],
-            "bos_convention": "the BOS row is never read by a later head's keys or values: the format's BOS "
-                              "convention and Tracr's give identical outputs at every non-BOS position"}
+            "bos_convention": bos}
 
 
 def _blocks(hm: HardModel) -> list[dict]:
@@ -168,7 +168,7 @@ def assemble(an: Analysis, doc: dict, params: dict, stated: dict, *, proofs: Pro
     cert = {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "kind": "tracr",
         "source": {"model": doc, "model_sha256": doc_sha256(doc), "tracr": an.info, "parameters": params},
-        "model": _model_json(an, doc),
+        "model": _model_json(an.info, an.hm, an.lam, doc),
         "premises": _premises_json(an),
         "heads": _heads_json(an), "mlps": _mlps_json(an), "outputs": _outputs_json(an),
         "graph": graph_data(an.bound.graph),
@@ -207,7 +207,12 @@ def certify_tracr(tm: TracrModel, *, epsilon="margin", n_target: int | None = No
     doc = tm.to_doc()
     hm = tm.hard_model()
     info = model_info(tm)
-    an = analyse(hm, info, epsilon=eps if eps == "margin" else Fraction(eps), progress=say)
+    an = _analyse_or_obstacle(hm, info, eps, say)
+    if isinstance(an, tuple):  # a part the analysis does not cover: status unknown, the part named
+        params = {"epsilon": eps, "n_target": n_target or int(info["max_seq_len"])}
+        cert = assemble_uncertifiable(hm, info, doc, params, an)
+        t_end = time.perf_counter()
+        return envelope(cert, {"analysis_s": t_end - t0, "total_s": t_end - t0})
     params = {"epsilon": eps, "n_target": n_target or an.n_table}
     t_an = time.perf_counter()
     say("searching the minimum temperature and the largest lengths")
@@ -223,6 +228,48 @@ def certify_tracr(tm: TracrModel, *, epsilon="margin", n_target: int | None = No
     t_end = time.perf_counter()
     return envelope(cert, {"analysis_s": t_an - t0, "search_s": t_search - t_an, "numeric_s": t_num - t_search,
                            "solve_s": t_end - t_num, "total_s": t_end - t0})
+
+
+def _analyse_or_obstacle(hm: HardModel, info: dict, eps: str, say=None) -> Analysis | tuple[str, str]:
+    """The analysis, or ``(part, reason)`` when the model has a part it does not cover: the BOS row
+    read by a later head (:func:`softhard.constructions.tracr.bos_obstacle`) or an analysis step
+    raising :class:`UnsupportedModel` (e.g. a query or key carrying soft error).  Deterministic:
+    certify and replay call it alike."""
+    ob = bos_obstacle(hm)
+    if ob is not None:
+        return ob
+    try:
+        return analyse(hm, info, epsilon=eps if eps == "margin" else Fraction(eps), progress=say)
+    except UnsupportedModel as e:
+        return (e.part or "model", str(e))
+
+
+def assemble_uncertifiable(hm: HardModel, info: dict, doc: dict, params: dict, obstacle: tuple[str, str]) -> dict:
+    """The certificate of a model with a part the analysis does not cover (without the measured
+    envelope): status ``unknown``, no claims, every answer ``unknown`` with the reason, and
+    ``uncertifiable`` naming the part.  Deterministic in its arguments (:func:`replay`)."""
+    part, reason = obstacle
+    lam = sqrt_ratio_enclosure(Fraction(info["coldness"]), int(info["key_size"]))
+    why = f"not certifiable: {part}: {reason}"
+    unknown = {"status": "unknown", "reason": why}
+    cert = {
+        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "kind": "tracr",
+        "source": {"model": doc, "model_sha256": doc_sha256(doc), "tracr": info, "parameters": params},
+        "model": _model_json(info, hm, lam, doc, bos=None),
+        "premises": {"status": "not established (the model has a part the analysis does not cover)", "method": "none",
+                     "n_max": int(info["max_seq_len"]), "words": 0, "heads": [], "outputs": []},
+        "heads": [], "mlps": [], "outputs": [], "graph": {},
+        "claims": [],
+        "search": {"method": SEARCH_METHOD, "min_inv_tau": None, "longer_inputs": None, "recompiled": None},
+        "answers": {"compiled": {**unknown, "inv_tau": fs(lam[0]), "inv_tau_decimal": fd(lam[0]),
+                                 "n_range": [1, int(info["max_seq_len"])], "claims": []},
+                    "min_inv_tau": unknown, "longer_inputs": unknown, "recompiled": unknown},
+        "uncertifiable": {"part": part, "reason": reason},
+        "status": "unknown",
+        "composed": COMPOSED,
+        "numeric": None,
+    }
+    return json.loads(json.dumps(cert))
 
 
 # --------------------------------------------------------------------------------------------
@@ -252,9 +299,6 @@ def _analysis(doc: dict, info: dict, params: dict) -> Analysis:
     if key in _ANALYSES:
         return _ANALYSES[key]
     hm = model_from_doc(doc, path="<certificate source.model>").canonical()
-    msg = bos_convention(hm)
-    if msg:
-        raise CertificateError(f"source.model: {msg}", path="source.model")
     check_source(hm, doc, info)
     eps = params["epsilon"]
     if eps != "margin":
@@ -265,7 +309,9 @@ def _analysis(doc: dict, info: dict, params: dict) -> Analysis:
     n_target = params["n_target"]
     if isinstance(n_target, bool) or not isinstance(n_target, int) or n_target < 1:
         raise CertificateError("source.parameters.n_target: a positive integer", path="source.parameters.n_target")
-    an = analyse(hm, info, epsilon="margin" if eps == "margin" else Fraction(eps))
+    an = _analyse_or_obstacle(hm, info, eps)
+    if isinstance(an, tuple):
+        an = (hm, an)
     return _remember(_ANALYSES, key, an)
 
 
@@ -291,7 +337,11 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, Analysis]:
     key = canonical([doc, _replayed_info(info), params, stated, timeout_s])
     if key not in _CORES:
         an = _analysis(doc, info, params)
-        _remember(_CORES, key, (assemble(an, doc, params, stated, proofs=ProofCache(), timeout_s=timeout_s), an))
+        if isinstance(an, tuple):  # the same uncovered part: the same certificate, no claims
+            core = assemble_uncertifiable(an[0], info, doc, params, an[1])
+        else:
+            core = assemble(an, doc, params, stated, proofs=ProofCache(), timeout_s=timeout_s)
+        _remember(_CORES, key, (core, an))
     core, an = _CORES[key]
     return {**core, "source": src, "numeric": cert.get("numeric")}, an  # inputs and measured: as stored
 
@@ -300,6 +350,9 @@ def check_measured(cert: dict, an: Analysis, rep: VerifyReport) -> None:
     """Consistency of the measured ``numeric`` section: the stored examples re-run and compared,
     the all-words rows checked against each other and the re-derived bound
     (:func:`.tracr_numeric.check_numeric`)."""
+    if isinstance(an, tuple):
+        rep.checked.append(f"the uncovered part re-found: {an[1][0]}")
+        return
     rep.checked.append(f"premises re-established by exhaustive enumeration ({an.stats.words} words)")
     check_numeric(cert.get("numeric"), cert["source"]["tracr"]["examples"], an, rep)
 

@@ -238,7 +238,6 @@ def analyse(hm: HardModel, info: dict, *, epsilon="margin", progress=None) -> An
     zv = _z_values(hm, stats, dirs)
     data = Premises(kind="exhaustive", heads=dprem, contexts={k: v.contexts for k, v in stats.mlps.items()},
                     z_values=zv, n_hi=N)
-    bound = compose(hm, dprem, data.contexts, N, z_values=zv, label="exhaustive")
     margins = {name: o.margin for name, o in stats.outputs.items()}
     eps: dict[str, Fraction] = {}
     for o in hm.outputs:
@@ -253,6 +252,10 @@ def analyse(hm: HardModel, info: dict, *, epsilon="margin", progress=None) -> An
             if e <= 0:
                 raise ParameterError(f"--epsilon must be > 0, got {epsilon}")
             eps[o.name] = e
+    bound = compose(hm, dprem, data.contexts, N, z_values=zv, label="exhaustive",
+                    mlp_heads={k: {"heads": v.heads, "outputs": v.head_out,
+                                   "values": {h: (st.values_nonbos, st.values_bos) for h, st in stats.heads.items()}}
+                               for k, v in stats.mlps.items()}, tolerance=eps)
     # extrapolation beyond max_seq_len
     ext, bound_ext, why = _extension(hm, info, stats, tables, dirs)
     # key_size as a function of max_seq_len
@@ -349,6 +352,8 @@ def _decoders(hm, info, stats, tables, bound, ext) -> tuple[dict, dict]:
     for name, mi in bound.mlps.items():
         disc = mi.get("analysis")
         info_out[name] = {"rule": mi["rule"], "analysis": disc.to_json(hm.labels) if disc is not None else None}
+        if mi.get("region") is not None:
+            info_out[name]["region"] = [{"z": fs(r["z"]), "rho": fs(r["rho"]), "L": fs(r["L"])} for r in mi["region"]]
         if disc is None or len(disc.direction) != 1:
             continue
         values = [Fraction(1, w + 1) for w in range(N + 1)]

@@ -67,16 +67,29 @@ def _decode(an: Analysis, row) -> object:
     return row[0]
 
 
-def _same_value(decoded, rasp, categorical: bool) -> bool:
+def value_tolerance(an: Analysis) -> Fraction:
+    """The tolerance for comparing a numerical output's exact hard value with a stored float (RASP's
+    or Tracr's): the output's margin — half the smallest distance between two distinct hard values
+    over every word up to max_seq_len — so a stored number within it of the exact value identifies
+    that value in the output's value set; 1/2 when the set has one value."""
+    m = an.stats.outputs[an.hm.outputs[0].name].margin
+    return m if m is not None and m > 0 else Fraction(1, 2)
+
+
+def _same_value(decoded, rasp, categorical: bool, tol: Fraction) -> bool:
     """A decoded hard value equals a stored RASP value: categorical — the same class text;
-    numerical — the exact value's nearest double equals the stored number (bools are 0/1)."""
+    numerical — the stored number lies within ``tol`` (:func:`value_tolerance`, strictly) of the
+    exact value, so it names the same member of the output's value set (bools are 0/1).  RASP's
+    None (no value at that position) is not compared."""
     if rasp is None:
-        return False
+        return True
     if categorical:
         return str(decoded) == str(rasp)
-    return float(decoded) == float(rasp)
-
-
+    try:
+        r = Fraction(float(rasp))
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return abs(Fraction(decoded) - r) < tol
 
 
 def _example(an: Analysis, e: dict) -> tuple[dict, dict]:
@@ -97,7 +110,8 @@ def _example(an: Analysis, e: dict) -> tuple[dict, dict]:
     soft_x = forward(tr, tr.encode([list(w)]), mode="soft", inv_tau=lam).x[0][1:, cols]
     soft = [_decode(an, r) for r in soft_x]
     has_rasp = any(v is not None for v in e["rasp"])
-    h_ok = all(_same_value(a, r, cat) for a, r in zip(hard, e["rasp"], strict=True)) if has_rasp else None
+    tol = value_tolerance(an)
+    h_ok = all(_same_value(a, r, cat, tol) for a, r in zip(hard, e["rasp"], strict=True)) if has_rasp else None
     dev = {k: None for k in _EXAMPLE_FLOATS}
     if cat:
         s_ok = all(str(a) == str(b) for a, b in zip(soft, hard))
@@ -144,16 +158,18 @@ def confirm_examples(an: Analysis, examples: list[dict] | None = None) -> dict:
 
     def worst(k):
         vals = [d[k] for d in devs if d[k] is not None]
-        return max(vals) if num and vals else (0.0 if num else None)
+        return max(vals) if num and vals else None
     out = {"count": len(exs),
            "hard_reproduced": all(r["hard_equals_rasp"] is not False for r in rows),
            "numpy_hard_reproduced": all(r["hard_equals_numpy_hard"] is not False for r in rows),
            "soft_reproduced": all(r["soft_agrees"] for r in rows)}
     out.update({k: worst(k) for k in _EXAMPLE_FLOATS})
     out.update(inv_tau_float=compiled_inv_tau_float(an), rows=list(rows),
-               note=("hard: exact rational forward pass, decoded (categorical: argmax class; numerical: the value, whose "
-                     "nearest double must equal the stored RASP value and lie within 1e-9 of the stored numpy hard "
-                     "value); soft: float64 at the compiled temperature"))
+               note=("hard: exact rational forward pass, decoded (categorical: argmax class; numerical: the value, "
+                     "which the stored RASP value must approach closer than the output's margin (half the smallest "
+                     "distance between distinct hard values: it then names the same value) and the stored numpy hard "
+                     "value to 1e-9; RASP's None is not compared); soft: float64 at the compiled temperature"),
+               value_tolerance=None if not num else fs(value_tolerance(an)))
     return out
 
 

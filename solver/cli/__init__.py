@@ -3,7 +3,8 @@
 Commands: ``run`` (the hard and soft transformers on one word), ``bound`` (symbolic node bounds
 and required temperatures), ``confirm`` (numeric confirmation of the bounds), ``certify`` and
 ``verify`` (solver-checked certificates, every input kind), ``gap`` (a model file's score gaps),
-``hahn`` (Hahn's obstacle at a fixed temperature), ``plot`` (figures of certificates).  Exit status: 0 success, 1 a claim was refuted
+``hahn`` (Hahn's obstacle at a fixed temperature), ``plot`` (figures of certificates), ``tracr compile`` (a RASP
+program compiled by Tracr into the export format).  Exit status: 0 success, 1 a claim was refuted
 or unknown / a check failed, 2 bad input (one-line message, no traceback).
 
 Layout: each command has two modules.
@@ -33,7 +34,7 @@ from types import ModuleType
 
 from ... import __version__
 from ...constructions.errors import SofthardError
-from . import bound, certify, confirm, gap, hahn, plot, run, verify
+from . import bound, certify, confirm, gap, hahn, plot, run, tracr, verify
 from .options import (EXIT_BAD_INPUT, EXIT_INTERNAL, Parser, UsageErrors, attach_negative_values, one_line,
                       value_options)
 
@@ -48,6 +49,7 @@ COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "gap": (gap, "softhard.solver.cli.handlers.gap"),
     "hahn": (hahn, "softhard.solver.cli.handlers.hahn"),
     "plot": (plot, "softhard.solver.cli.handlers.plot"),
+    "tracr": (tracr, "softhard.solver.cli.handlers.tracr"),
 }
 
 DESCRIPTION = ("softhard: when does softmax attention compute exactly what hard attention computes? Compiles "

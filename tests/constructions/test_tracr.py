@@ -11,21 +11,26 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import shutil
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from softhard.constructions.engine import forward
 from softhard.constructions.errors import ModelFormatError
 from softhard.constructions.exact import ExactEngine
-from softhard.constructions.tracr import UnsupportedModel, parse_labels
-from softhard.constructions.tracr_gaps import analyse
+from softhard.constructions.tracr import parse_labels
+from softhard.constructions.tracr_gaps import analyse, unique_rows
 from softhard.constructions.tracr_load import from_assembled, load_tracr
 from softhard.bounds.tracr import logit_table
+from softhard.solver.certjson import compute_hashes
 from softhard.solver.cli import main
+from softhard.solver.kinds import verify_certificate
 from softhard.solver.tracr import analyse as full_analysis
 from softhard.solver.tracr import certify_tracr, model_info
 
@@ -281,6 +286,62 @@ def test_hist_mlp_margins_from_raw_arrays(models):
     assert set(disc.slopes.values()) == {0, 100}
 
 
+def _hist_mlp(A, labels):
+    """hist's counting MLP as a function of its input z (one = 1, BOS indicator 0), exact."""
+    W1, b1 = A["layer_0.mlp.linear_1.w"], A["layer_0.mlp.linear_1.b"]
+    W2, b2 = A["layer_0.mlp.linear_2.w"], A["layer_0.mlp.linear_2.b"]
+    ia, io = labels.index("hist_6_selector_width_attn_output"), labels.index("one")
+    oc = [labels.index(f"hist_6:{k}") for k in range(9)]
+
+    def f(z):
+        pre = [Fraction(W1[ia, u]) * z + Fraction(W1[io, u]) + Fraction(b1[u]) for u in range(W1.shape[1])]
+        return [sum((Fraction(W2[u, b]) * max(pre[u], Fraction(0)) for u in range(W1.shape[1])), Fraction(b2[b]))
+                for b in oc]
+    kinks = sorted({-(Fraction(W1[io, u]) + Fraction(b1[u])) / Fraction(W1[ia, u])
+                    for u in range(W1.shape[1]) if W1[ia, u]})
+    return f, kinks
+
+
+def test_hist_tolerance_region_from_raw_arrays(models):
+    """Per count w, the largest input error rho_w that keeps every output coordinate of hist's MLP
+    within epsilon of its hard value, and the largest ratio (output change)/(input error) up to it:
+    computed here by walking the MLP's kinks in z, from the raw arrays (the module walks units)."""
+    meta, A = raw("hist")
+    labels = meta["residual_labels"]
+    f, kinks = _hist_mlp(A, labels)
+    tm = models["hist"]
+    an = full_analysis(tm.hard_model(), model_info(tm))
+    eps = an.epsilon["hist_6"]
+    region = {r["z"]: (r["rho"], r["L"]) for r in an.bound.mlps["L0.mlp"]["region"]}
+    assert an.bound.mlps["L0.mlp"]["rule"] == "tolerance region"
+    for w in range(1, 9):
+        z0 = Fraction(1, w + 1)
+        f0 = f(z0)
+
+        def dev(z):
+            return max(abs(a - b) for a, b in zip(f(z), f0))
+        rho, ratio = None, Fraction(0)
+        for sg in (1, -1):
+            pts = sorted((abs(k - z0) for k in kinks if sg * (k - z0) > 0))
+            prev, found = Fraction(0), None
+            for t in pts + [Fraction(10)]:
+                if dev(z0 + sg * t) > eps:  # the first crossing lies in (prev, t]: bisect the linear piece exactly
+                    a, b = dev(z0 + sg * prev), dev(z0 + sg * t)
+                    found = prev + (eps - a) / (b - a) * (t - prev)
+                    break
+                prev = t
+            if found is not None and (rho is None or found < rho):
+                rho = found
+        assert region[z0][0] == rho, w
+        for sg in (1, -1):
+            lim = rho if rho is not None else Fraction(10)
+            pts = [k for k in (abs(k - z0) for k in kinks if sg * (k - z0) > 0) if k <= lim] + [lim]
+            first = min((abs(k - z0) for k in kinks if k != z0), default=lim)
+            pts.append(min(first, lim) / 2)
+            ratio = max([ratio] + [dev(z0 + sg * t) / t for t in pts])
+        assert region[z0][1] == ratio, w
+
+
 # --------------------------------------------------------------------------------------------
 # bad input: one line naming the file and the field, exit 2
 
@@ -343,9 +404,10 @@ def test_bad_input_one_line_exit_2(tmp_path, capsys, case, edit, message):
     assert message in err, err
 
 
-def test_bos_row_read_by_a_later_head_is_refused(tmp_path):
+def test_bos_row_read_by_a_later_head_is_named(tmp_path, capsys):
     """A layer-0 head writing map_5 (read as a value by layer 1): the format's BOS convention would
-    differ from Tracr's at the BOS row — refused with the reason."""
+    differ from Tracr's at the BOS row — the model loads, its certificate has status unknown and
+    names the head and why (exit 1), and verify replays it."""
     stem = _copy(tmp_path)
     meta, _ = raw("frac_prevs")
     lab = meta["residual_labels"]
@@ -354,12 +416,19 @@ def test_bos_row_read_by_a_later_head_is_refused(tmp_path):
         z["layer_0.attn.value.w"][lab.index("tokens:x"), 0] = 1.0
         z["layer_0.attn.linear.w"][0, lab.index("map_5")] = 1.0
     _edit_npz(str(stem), edit)
-    with pytest.raises(UnsupportedModel, match="head L1.H0 reads .* 'map_5', which head L0.H0 wrote at the BOS row"):
-        load_tracr(stem)
+    cert = certify_tracr(load_tracr(stem), numeric=False)
+    assert cert["status"] == "unknown" and cert["claims"] == [] and cert["uncertifiable"]["part"] == "head L1.H0"
+    assert re.search(r"head L1.H0 reads .* 'map_5', which head L0.H0 wrote at the BOS row", cert["uncertifiable"]["reason"])
+    assert all(a["status"] == "unknown" for a in cert["answers"].values())
+    out = tmp_path / "c.json"
+    assert main(["certify", "--tracr", str(stem), "--no-numeric", "-o", str(out)]) == 1
+    assert "not certifiable: head L1.H0" in capsys.readouterr().out
+    assert main(["verify", str(out)]) == 0
 
 
-def test_score_perturbation_is_refused(tmp_path):
-    """A head whose query reads an earlier head's (soft) output: sigma > 0 is not supported."""
+def test_score_perturbation_is_named(tmp_path):
+    """A head whose query reads an earlier head's (soft) output: sigma > 0 is not supported — the
+    certificate says so (status unknown, the head named) and verify replays it."""
     stem = _copy(tmp_path)
     meta, _ = raw("frac_prevs")
     lab = meta["residual_labels"]
@@ -369,9 +438,15 @@ def test_score_perturbation_is_refused(tmp_path):
         z["layer_0.attn.linear.w"][0, lab.index("frac_prevs_3")] = 1.0
         z["layer_1.attn.query.w"][lab.index("frac_prevs_3"), 0] = 100.0
     _edit_npz(str(stem), edit)
-    tm = load_tracr(stem)
-    with pytest.raises(UnsupportedModel, match="head L1.H0 reads coordinate.* frac_prevs_3 .*sigma > 0"):
-        certify_tracr(tm, numeric=False)
+    cert = certify_tracr(load_tracr(stem), numeric=False)
+    assert cert["status"] == "unknown" and cert["uncertifiable"]["part"] == "head L1.H0"
+    assert re.search(r"head L1.H0 reads coordinate.* frac_prevs_3 .*sigma > 0", cert["uncertifiable"]["reason"])
+    rep = verify_certificate(cert)
+    assert rep.ok, rep.problems
+    bad = json.loads(json.dumps(cert))
+    bad["uncertifiable"]["part"] = "head L0.H0"
+    bad["hashes"] = compute_hashes(bad)
+    assert not verify_certificate(bad).ok  # the replay re-finds the part: an edited one is caught
 
 
 def test_parse_labels_errors():
@@ -409,7 +484,7 @@ class FakeAssembled:
         self.residual_labels = list(meta["residual_labels"])
         self.input_encoder = _Enc(encoding_map=dict(meta["input_encoding"]), bos_token="BOS", pad_token="PAD")
         if meta["output_is_categorical"]:
-            self.output_encoder = _Enc(decoding_map={v: int(k) for k, v in meta["output_encoding"].items()})
+            self.output_encoder = _Enc(encoding_map={int(k): v for k, v in meta["output_encoding"].items()})
         else:
             self.output_encoder = None
         self.params = {"token_embed": {"embeddings": A["token_embed.embeddings"]},
@@ -432,3 +507,19 @@ def test_live_object(models, name, output):
     assert a["outputs"][0]["name"] == ref.output["name"]
     with pytest.raises(ModelFormatError, match="numerical output's residual label must be given"):
         from_assembled(FakeAssembled("frac_prevs"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 40), st.integers(0, 5), st.integers(1, 4), st.integers(0, 2**31 - 1))
+def test_unique_rows_is_numpy_unique(rows, cols, span, seed):
+    """The lexsort-based unique of the exhaustive analysis gives exactly numpy's rows and inverse."""
+    a = np.random.default_rng(seed).integers(-span, span + 1, size=(rows, cols))
+    u, inv = unique_rows(a)
+    if rows == 0:
+        assert u.shape[0] == 0 and inv.shape == (0,)
+        return
+    want_u, want_inv = np.unique(a, axis=0, return_inverse=True)
+    if cols == 0:
+        assert u.shape == (1, 0) and not inv.any()
+        return
+    assert np.array_equal(u, want_u) and np.array_equal(inv, want_inv.reshape(-1))

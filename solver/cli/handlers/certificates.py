@@ -189,6 +189,14 @@ def _st(s: str) -> str:
     return f"[{col}]{s}[/{col}]"
 
 
+def _deviations(ex: dict) -> str:
+    """' (vs stored numpy soft 1e-16, JAX float32 2e-08)' for the deviations an example section has."""
+    parts = [f"{what} {ex[k]:.2g}" for k, what in (("max_abs_soft_minus_stored_numpy_soft", "stored numpy soft"),
+                                                   ("max_abs_soft_minus_stored_jax_float32", "JAX float32"))
+             if ex.get(k) is not None]
+    return f" (vs {', '.join(parts)})" if parts else ""
+
+
 def print_tracr_certificate(cert: dict, path=None) -> None:
     """Human-readable summary of a Tracr certificate (per output: the proved length range and the
     temperature it needs)."""
@@ -206,6 +214,11 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
         for b in m["blocks"]))
     for note in m["notes"]:
         con.print(f"  note: {note}")
+    unc = cert.get("uncertifiable")
+    if unc:
+        con.print(f"[yellow]not certifiable[/yellow]: {unc['part']}: {unc['reason']}")
+        con.print(status_line(cert, path))
+        return
     pr = cert["premises"]
     con.print(f"premises: [green]{pr['status']}[/green], every word of length <= {pr['n_max']} "
               f"({cert['times']['analysis_s']:.2f} s)")
@@ -298,12 +311,11 @@ def print_tracr_certificate(cert: dict, path=None) -> None:
         ratios = [r["ratio"] for r in comp["rows"] if r["ratio"] is not None]
         hp = aw["high_precision"][0] if aw["high_precision"] else None
         con.print(f"numeric: {ex['count']} stored examples — hard reproduces RASP: {ex['hard_reproduced']} (numpy hard: "
-                  f"{ex['numpy_hard_reproduced']}), soft agrees: {ex['soft_reproduced']}" + (f" (vs stored numpy soft {ex['max_abs_soft_minus_stored_numpy_soft']:.2g}, "
-                                               f"JAX float32 {ex['max_abs_soft_minus_stored_jax_float32']:.2g})"
-                                               if ex.get("max_abs_soft_minus_stored_numpy_soft") is not None else ""))
+                  f"{ex['numpy_hard_reproduced']}), soft agrees: {ex['soft_reproduced']}" + _deviations(ex))
         con.print(f"  all {aw['families']['exhaustive']} words: observed/bound "
                   + (f"up to {max(ratios):.10g}" if ratios else "below float64 resolution")
-                  + (f"; 50 digits at n = {hp['n']}: {hp['observed_mp50']} vs bound {hp['bound']} (ratio "
-                     f"{hp['ratio']:.4g}, '{hp['word']}')" if hp else "")
+                  + (f"; 50 digits at n = {hp['n']}: {hp['observed_mp50']} vs bound {hp['bound']} ("
+                     + (f"ratio {hp['ratio']:.4g}" if hp["ratio"] is not None else "the bound is 0: no ratio")
+                     + f", '{hp['word']}')" if hp else "")
                   + f"; bound exceeded: {aw['violations']}, outputs differing: {aw['mismatched_outputs']}")
     con.print(status_line(cert, path))

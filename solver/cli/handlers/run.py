@@ -19,6 +19,7 @@ from ....constructions.gaps import analyse_gaps, plan_tie_breaks, tie_break
 from ....constructions.modelfile import load_model
 from ....constructions.parse import tokenize
 from ....constructions.semantics import truth
+from ....constructions.tracr import bos_obstacle
 from ....constructions.tracr_load import load_tracr
 from ..options import EXIT_FAIL, EXIT_OK
 from .console import fmt, stdout_console
@@ -250,8 +251,10 @@ def run_tracr(args) -> int:
         rows.append({"position": i + 1, "token": w, "hard": hd, "soft": sd,
                      "max_abs_soft_minus_hard": float(np.max(np.abs(soft[i] - np.array([float(v) for v in hard[i]])))),
                      "rasp": None if rasp is None else rasp[i]})
+    ob = bos_obstacle(hm)
     res = {"model": tm.name, "word": word, "inv_tau": lam, "tau_source": "--tau" if args.tau else "compiled c/sqrt(key_size)",
-           "positions": rows}
+           "positions": rows,
+           "bos_convention": None if ob is None else f"{ob[0]}: {ob[1]} (these values use the format's BOS row)"}
     if args.json:
         print(json.dumps(res, indent=1, default=str))
         return 0
@@ -270,4 +273,6 @@ def run_tracr(args) -> int:
                   str(r["soft"]) if o.type == "categorical" else fmt(r["soft"], 10), fmt(r["max_abs_soft_minus_hard"], 3),
                   "-" if r["rasp"] is None else str(r["rasp"]))
     con.print(t)
+    if ob is not None:
+        con.print(f"[yellow]note[/yellow]: {res['bos_convention']}")
     return 0
