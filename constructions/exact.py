@@ -138,6 +138,7 @@ class HeadRows:
     ties: np.ndarray
     rule: str
     smax_num: np.ndarray | None = None
+    ambiguous: np.ndarray | None = None
 
     def gap(self, b: int, i: int) -> Fraction | None:
         """Exact gap of word ``b`` at row ``i`` (None: no competitor; 0: UHA tie)."""
@@ -175,17 +176,25 @@ class ExactRun:
     """Result of :func:`run_exact` on a batch of words of one length ``n``.
 
     ``x``: final residual (B, n+1, d) exact; ``heads``: name → :class:`HeadRows`;
-    ``residuals``: the residual entering each layer (if requested).
+    ``residuals``: the residual entering each layer (if requested).  For a model with layer norms
+    (:mod:`softhard.constructions.exact_balls`) ``x`` is the centre of a ball and ``xr`` (same
+    shape, ≥ 0) its radius: the hard model's value is within ``xr`` of ``x``; ``ln_var``: per
+    layer norm, ``(v, b, i)``: a lower bound on the variance of its input over the batch and the
+    word/row attaining it.  ``xr`` is None when every value is exact.
     """
 
     x: RArr
     heads: dict[str, HeadRows] = field(default_factory=dict)
     residuals: list[RArr] = field(default_factory=list)
     written: dict[str, RArr] = field(default_factory=dict)
+    xr: RArr | None = None
+    ln_var: dict[str, tuple] = field(default_factory=dict)
 
 
 class ExactEngine:
-    """Exact hard forward of a :class:`HardModel` (module docstring).  Build once per model."""
+    """Exact hard forward of a :class:`HardModel` (module docstring).  Build once per model; a
+    model with layer norms needs :class:`softhard.constructions.exact_balls.BallEngine` (use
+    :func:`softhard.constructions.exact_balls.exact_engine`, which picks)."""
 
     def __init__(self, hm: HardModel):
         self.hm = hm

@@ -52,10 +52,10 @@ from ..bounds.core import Bound, epsilon as epsilon_sym
 from ..bounds.params import Params
 from ..bounds.derive import NodeBound
 from ..constructions.errors import CertificateError, NotSimulable, ParameterError, RepresentationError
-from ..constructions.exact import ExactEngine
+from ..constructions.exact_balls import exact_engine, margin_at
 from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS, GapReport,
-                                  HeadGap, OutputMargin, TieBreak, analyse_gaps, count_words, plan_tie_breaks,
-                                  read_rows, same_hard_outputs, tie_break)
+                                  HeadGap, OutputMargin, analyse_gaps, count_words, read_rows)
+from ..constructions.tie_breaks import TieBreak, plan_tie_breaks, same_hard_outputs, tie_break
 from ..constructions.hard_model import HardModel, ModelSpec
 from ..constructions.modelfile import doc_sha256, model_from_doc
 from ..constructions.parameters import to_fraction
@@ -245,7 +245,7 @@ def recheck_report(hm: HardModel, stored: dict, n_max: int, where: str) -> GapRe
     least the ties seen there; per output the margin is the exact margin there.  The words and
     lengths tried, the seed and the notes are copied (searched values: the search is not re-run).
     Raises :class:`CertificateError` (with the JSON path) for a malformed entry."""
-    eng = ExactEngine(hm)
+    eng = exact_engine(hm)
 
     def run(w):
         return eng.run(np.array([hm.encode(w)], dtype=np.int64))
@@ -286,13 +286,9 @@ def recheck_report(hm: HardModel, stored: dict, n_max: int, where: str) -> GapRe
 
 
 def _margin_at(o, run, row: int) -> Fraction:
-    """Exact rounding margin of output ``o`` at ``row`` of a one-word exact run (as in the analysis)."""
-    x = run.x
-    vals = [Fraction(int(x.num[0, row, k]), x.den) for k in o.coords]
-    if o.type == "boolean":
-        return abs(vals[0] - o.threshold)
-    top = sorted(vals)
-    return (top[-1] - top[-2]) / 2
+    """Rounding margin of output ``o`` at ``row`` of a one-word exact run (as in the analysis; a
+    rigorous lower bound for a model with layer norms)."""
+    return margin_at(o, run, 0, row)
 
 
 # --------------------------------------------------------------------------------------------
