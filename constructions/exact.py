@@ -75,7 +75,7 @@ def normalize(r: RArr) -> RArr:
     g = np.gcd.reduce(r.num.ravel())
     g = math.gcd(int(g), r.den)
     if g > 1:
-        return RArr(_shrink(r.num // g), r.den // g)
+        return RArr(_shrink((r.num if g < LIM else _obj(r.num)) // g), r.den // g)
     return RArr(_shrink(r.num), r.den)
 
 
@@ -83,7 +83,7 @@ def scale_num(a: np.ndarray, m: int) -> np.ndarray:
     """``a * m`` exactly (object fallback on possible overflow)."""
     if m == 1:
         return a
-    if a.dtype != object and _maxabs(a) * m < LIM:
+    if a.dtype != object and m < LIM and _maxabs(a) * m < LIM:
         return a * np.int64(m)
     return _obj(a) * m
 
@@ -92,7 +92,8 @@ def add(a: RArr, b: RArr) -> RArr:
     """Exact ``a + b`` (broadcasting)."""
     den = a.den * b.den // math.gcd(a.den, b.den)
     ma, mb = den // a.den, den // b.den
-    if a.num.dtype != object and b.num.dtype != object and _maxabs(a.num) * ma + _maxabs(b.num) * mb < LIM:
+    if (a.num.dtype != object and b.num.dtype != object and max(ma, mb) < LIM
+            and _maxabs(a.num) * ma + _maxabs(b.num) * mb < LIM):
         return RArr(a.num * np.int64(ma) + b.num * np.int64(mb), den)
     return RArr(_obj(a.num) * ma + _obj(b.num) * mb, den)
 

@@ -13,9 +13,15 @@ centre (an :class:`~softhard.constructions.exact.RArr`) and an exact rational ra
   ``1/σ``-Lipschitz in ℓ2 where ``σ ≥ σ_lo`` on the segment: ``σ_lo² = v/4 + eps`` when
   ``R ≤ √(m v)/2``, else ``eps``);
 * linear maps, sums and ReLU propagate radii exactly (``r ↦ r·|W|``; ReLU is 1-Lipschitz);
+* every coordinate of every position carries a *class* (:class:`Classes`, per word): equal
+  classes mean provably equal hard values — an exact entry's (radius 0) class is its value, and a
+  coordinate a sublayer writes gets the class of what it is computed from (a layer norm: its input
+  coordinates; an MLP: the coordinates it reads; a head: the query's classes and the key and value
+  classes of the positions it sees, as a multiset for AHA, in order for UHA);
 * a score ``s_ij`` lies in ``[S − rS, S + rS]``.  A query row's argmax set is *decided* when one
   key's ball lies above every other key's, or when the keys whose balls reach the highest lower
-  end all have radius 0 and equal centres (an exact tie).  Otherwise the row is **ambiguous**:
+  end all have radius 0 and equal centres or equal classes on every coordinate the key reads (an
+  exact tie).  Otherwise the row is **ambiguous**:
   its gap is reported as 0 (the premise cannot be established at this precision) and the
   row is marked in :attr:`HeadRows.ambiguous`.  The gap of a decided row is the rigorous lower
   bound ``min_{i∈A}(S_i − rS_i) − max_{j∉A}(S_j + rS_j)``.
@@ -145,6 +151,7 @@ class BallEngine(ExactEngine):
         tokens = np.asarray(tokens, dtype=np.int64)
         hm = self.hm
         x, xr = self.embed(tokens), None
+        cls = Classes(x)
         res = ExactRun(x=x)
         L = len(self.heads) if only_layers is None else min(only_layers, len(self.heads))
 
@@ -152,6 +159,8 @@ class BallEngine(ExactEngine):
             nonlocal x, xr
             for ln in hm.lns_at(li, point):
                 x, xr, vb = layernorm_ball(x, xr, ln)
+                cls.layernorm(ln)
+                cls.exact(x, xr)
                 res.ln_var[ln.name] = vb
 
         for li in range(L):
@@ -160,7 +169,7 @@ class BallEngine(ExactEngine):
             norms(li, "before_heads")
             upd, updr = None, None
             for h, WQ, WK, WV, WO in self.heads[li]:
-                rows, out, outr = self._ball_head(h, x, xr, WQ, WK, WV)
+                rows, out, outr = self._ball_head(h, x, xr, WQ, WK, WV, cls)
                 res.heads[h.name] = rows
                 w = matmul(out, WO)
                 wr = _rmat(outr, WO)
@@ -171,6 +180,8 @@ class BallEngine(ExactEngine):
             if upd is not None:
                 x = normalize(add(x, upd))
                 xr = _radd(xr, updr)
+                cls.heads(self.heads[li])
+                cls.exact(x, xr)
             norms(li, "after_heads")
             for m, W1, b1, W2, b2 in self.mlps[li]:
                 pre = add(matmul(x, W1), b1)
@@ -178,11 +189,13 @@ class BallEngine(ExactEngine):
                 actr = _rmat(xr, W1)  # relu is 1-Lipschitz
                 x = normalize(add(x, add(matmul(act, W2), b2)))
                 xr = _radd(xr, _rmat(actr, W2))
+                cls.mlp(m, _support_rows(W1), [int(c) for c in np.flatnonzero(np.any(W2.num != 0, axis=0) | (b2.num != 0))])
+                cls.exact(x, xr)
             norms(li, "after_mlps")
         res.x, res.xr = x, xr
         return res
 
-    def _ball_head(self, h: CanonHead, x: RArr, xr: RArr | None, WQ: RArr, WK: RArr, WV: RArr):
+    def _ball_head(self, h: CanonHead, x: RArr, xr: RArr | None, WQ: RArr, WK: RArr, WV: RArr, cls: Classes):
         if _zero(xr):
             rows, out = self._head(h, x, WQ, WK, WV)
             return rows, out, None
@@ -198,6 +211,7 @@ class BallEngine(ExactEngine):
         U, Lo = add(S, rS), add(S, _neg(rS))  # one denominator
         Sx = add(S, RArr(np.zeros_like(rS.num), rS.den))  # S on that denominator too
         att = attend_matrix(h.mask, N)
+        ks = _support_rows(WK)
         Un, Ln, Sn, rz = _obj(U.num), _obj(Lo.num), _obj(Sx.num), rS.num == 0
         gap = np.zeros((B, N), dtype=object)
         has = np.zeros((B, N), dtype=bool)
@@ -209,8 +223,8 @@ class BallEngine(ExactEngine):
                 keys = np.flatnonzero(att[i])
                 lmax = max(Ln[b, i, j] for j in keys)
                 cand = [j for j in keys if Un[b, i, j] >= lmax]
-                if len(cand) > 1 and not (all(rz[b, i, j] for j in cand)
-                                          and len({Sn[b, i, j] for j in cand}) == 1):
+                if len(cand) > 1 and not (all(rz[b, i, j] for j in cand) and len({Sn[b, i, j] for j in cand}) == 1
+                                          or len({cls.sig(b, j, ks) for j in cand}) == 1):
                     amb[b, i] = True
                 A[b, i, cand] = True
                 ties[b, i] = len(cand)
@@ -233,6 +247,67 @@ class BallEngine(ExactEngine):
             out = RArr(np.take_along_axis(V.num, js[..., None], axis=1), V.den)
             outr = RArr(np.take_along_axis(rV.num, js[..., None], axis=1), rV.den)
         return rows, normalize(out), normalize(outr)
+
+
+class Classes:
+    """Per word, position and coordinate, a class id: equal ids (in one word and coordinate) mean
+    provably equal hard values (module docstring).  ``cls``: (B, N, d) object array of ints."""
+
+    def __init__(self, x: RArr):
+        self.ids: dict = {}
+        self.cls = np.vectorize(lambda v: self.intern(("v", int(v))), otypes=[object])(x.num)
+
+    def intern(self, key) -> int:
+        return self.ids.setdefault(key, len(self.ids))
+
+    def exact(self, x: RArr, xr: RArr | None) -> None:
+        """Entries with radius 0 are exact: their class becomes their value (equal values, one
+        class, however they were computed)."""
+        ex = np.ones(x.num.shape, dtype=bool) if xr is None else (xr.num == 0)
+        for b, i, a in zip(*np.nonzero(ex)):
+            self.cls[b, i, a] = self.intern(("v", Fraction(int(x.num[b, i, a]), x.den)))
+
+    def sig(self, b: int, i: int, coords) -> tuple:
+        return tuple(self.cls[b, i, a] for a in coords)
+
+    def layernorm(self, ln: LNSpec) -> None:
+        B, N, _ = self.cls.shape
+        for b in range(B):
+            for i in range(N):
+                src = self.sig(b, i, ln.coords)
+                for k, t in enumerate(ln.target):
+                    self.cls[b, i, t] = self.intern(("ln", ln.name, k, src))
+
+    def mlp(self, m, reads, writes) -> None:
+        B, N, _ = self.cls.shape
+        for b in range(B):
+            for i in range(N):
+                src = self.sig(b, i, reads)
+                for t in writes:
+                    self.cls[b, i, t] = self.intern(("mlp", m.name, t, self.cls[b, i, t], src))
+
+    def heads(self, heads) -> None:
+        """After an attention layer: a written coordinate's class is its old class and, per head
+        writing it, the query's classes and the (key, value) classes of the keys it sees
+        (multiset for AHA, sequence for UHA)."""
+        B, N, _ = self.cls.shape
+        new = self.cls.copy()
+        for h, WQ, WK, WV, WO in heads:
+            qs, ks, vs = (_support_rows(W) for W in (WQ, WK, WV))
+            writes = [int(c) for c in np.flatnonzero(np.any(WO.num != 0, axis=0))]
+            att = attend_matrix(h.mask, N)
+            for b in range(B):
+                kv = [(self.sig(b, j, ks), self.sig(b, j, vs)) for j in range(N)]
+                for i in range(N):
+                    seen = [kv[j] for j in np.flatnonzero(att[i])]
+                    sig = (h.name, self.sig(b, i, qs), tuple(sorted(seen)) if h.rule == "AHA" else tuple(seen))
+                    for t in writes:
+                        new[b, i, t] = self.intern(("head", new[b, i, t], sig))
+        self.cls = new
+
+
+def _support_rows(W: RArr) -> list[int]:
+    return [int(a) for a in np.flatnonzero(np.any(W.num != 0, axis=1))]
 
 
 def margin_at(o, run: ExactRun, b: int, row: int) -> Fraction:

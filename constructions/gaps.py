@@ -34,7 +34,7 @@ import numpy as np
 
 from .errors import ParameterError
 from .exact import ExactRun, HeadRows
-from .exact_balls import exact_engine, margin_at
+from .exact_balls import PREC, exact_engine, margin_at
 from .hard_model import HardModel
 from .parameters import DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS
 
@@ -90,6 +90,23 @@ class OutputMargin:
 
 
 @dataclass
+class LNVariance:
+    """Smallest variance of one layer norm's input over the analysed inputs (every row, BOS
+    included; a rigorous lower bound from the ball engine, :mod:`softhard.constructions.exact_balls`),
+    with the word and row attaining it: the premise of the norm's local Lipschitz bound."""
+
+    name: str
+    var: Fraction | None = None
+    word: tuple[str, ...] | None = None
+    row: int = -1
+
+    def to_json(self) -> dict:
+        return {"layernorm": self.name, "variance_min": fraction_str(self.var),
+                "variance_min_decimal": fraction_decimal(self.var),
+                "attained_by": None if self.word is None else {"word": list(self.word), "row": self.row}}
+
+
+@dataclass
 class GapReport:
     """Result of :func:`analyse_gaps`.
 
@@ -108,6 +125,7 @@ class GapReport:
     seconds: float = 0.0
     seed: int | None = None
     notes: list[str] = field(default_factory=list)
+    layernorms: dict[str, LNVariance] = field(default_factory=dict)
 
     @property
     def exhaustive(self) -> bool:
@@ -122,13 +140,16 @@ class GapReport:
         return not self.zero_gap()
 
     def to_json(self) -> dict:
-        return {"method": self.method, "n_max": self.n_max, "alphabet_size": self.alphabet_size,
-                "words": self.words, "lengths": self.lengths if len(self.lengths) <= 40 else
-                [self.lengths[0], "...", self.lengths[-1]],
-                "heads": [h.to_json() for h in self.heads.values()],
-                "outputs": [o.to_json() for o in self.outputs.values()],
-                "simulable": self.simulable, "seconds": round(self.seconds, 4), "seed": self.seed,
-                "notes": list(self.notes)}
+        out = {"method": self.method, "n_max": self.n_max, "alphabet_size": self.alphabet_size,
+               "words": self.words, "lengths": self.lengths if len(self.lengths) <= 40 else
+               [self.lengths[0], "...", self.lengths[-1]],
+               "heads": [h.to_json() for h in self.heads.values()],
+               "outputs": [o.to_json() for o in self.outputs.values()],
+               "simulable": self.simulable, "seconds": round(self.seconds, 4), "seed": self.seed,
+               "notes": list(self.notes)}
+        if self.layernorms:
+            out["layernorms"] = [v.to_json() for v in self.layernorms.values()]
+        return out
 
 
 def fraction_str(x: Fraction | None) -> str | None:
@@ -158,6 +179,8 @@ class _Agg:
         self.hm = hm
         self.heads = {h.name: HeadGap(name=h.name, layer=h.layer, mask=h.mask, rule=h.rule) for h in hm.all_heads()}
         self.outputs = {o.name: OutputMargin(name=o.name, type=o.type) for o in hm.outputs}
+        self.lns = {ln.name: LNVariance(name=ln.name) for lns in hm.lns for ln in lns}
+        self.ambiguous: dict[str, tuple] = {}
         self.words = 0
 
     def add(self, tokens: np.ndarray, run: ExactRun) -> None:
@@ -181,6 +204,14 @@ class _Agg:
                     hg.gap, hg.word, hg.row = Fraction(0), self._word(tokens[uha_tie[0]]), uha_tie[1]
             elif g is not None and (hg.gap is None or g < hg.gap):
                 hg.gap, hg.word, hg.row = g, self._word(tokens[b]), i
+        for name, (v, b, i) in run.ln_var.items():
+            lv = self.lns[name]
+            if lv.var is None or v < lv.var:
+                lv.var, lv.word, lv.row = v, self._word(tokens[b]), int(i)
+        for name, rows in run.heads.items():
+            if rows.ambiguous is not None and rows.ambiguous.any() and name not in self.ambiguous:
+                b, i = np.argwhere(rows.ambiguous)[0]
+                self.ambiguous[name] = (self._word(tokens[b]), int(i))
         for o in self.hm.outputs:
             m, b, i = _margin(self.hm, o, run, n)
             om = self.outputs[o.name]
@@ -293,10 +324,14 @@ def analyse_gaps(hm: HardModel, n_max: int, *, exhaustive_limit: int = DEFAULT_E
                 agg.add(tok, eng.run(tok))
         rep = GapReport(method="exhaustive", n_max=n_max, alphabet_size=k, words=agg.words,
                         lengths=list(range(1, n_max + 1)), heads=agg.heads, outputs=agg.outputs)
+        rep.layernorms = agg.lns
     elif method == "searched":
         rep = _search(hm, eng, agg, n_max, search_words, search_max_len, seed, time_limit_s, progress)
     else:
         raise ParameterError(f"method must be auto, exhaustive or searched, got {method!r}")
+    for name, (w, i) in agg.ambiguous.items():
+        rep.notes.append(f"head {name}: on {''.join(w)!r} row {i} the scores' balls (layer norm, precision 2^-"
+                         f"{PREC}) overlap at the maximum without an exact tie: gap reported as 0")
     rep.seconds = time.perf_counter() - t0
     return rep
 
@@ -415,7 +450,7 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
         evaluate(batch)
         push(batch)
     rep = GapReport(method="searched", n_max=n_max, alphabet_size=k, words=agg.words, lengths=grid + long,
-                    heads=agg.heads, outputs=agg.outputs, seed=seed)
+                    heads=agg.heads, outputs=agg.outputs, seed=seed, layernorms=agg.lns)
     total = count_words(k, n_max)
     tot = str(total) if total < 10**12 else f"about 10^{int(total.bit_length() * 0.30102999566398)}"
     rep.notes.append(f"searched {agg.words} of {tot} words (periodic, random, local search); "

@@ -212,7 +212,7 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
     names: set[str] = set()
     for li, lo in enumerate(layers_doc):
         w = f"layers[{li}]"
-        check_keys(lo, ("heads", "mlp"), ctx, w)
+        check_keys(lo, ("heads", "mlp", "layernorm"), ctx, w)
         hl = lo.get("heads", [])
         if not isinstance(hl, list):
             raise ctx.err(w + ".heads", "expected a list of heads")
