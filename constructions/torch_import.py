@@ -103,9 +103,10 @@ def load_factory(spec: str, state_dict: str | None = None) -> nn.Module:
 
 
 def import_torch(model: nn.Module, *, name: str = "imported", alphabet=None, read_at: str | None = None,
-                 classes=None, causal: bool | None = None) -> tuple[dict, dict[str, np.ndarray]]:
-    """A model document (module docstring) and its arrays (name → float64 array, for the ``.npz``
-    beside it) for a supported encoder classifier; keyword arguments override the module's
+                 classes=None, causal: bool | None = None) -> tuple[dict, dict[str, np.ndarray], dict]:
+    """A model document (module docstring), its arrays (name → float64 array, for the ``.npz``
+    beside it) and the forward check (``{"words", "max_abs_difference"}``) for a supported encoder
+    classifier; keyword arguments override the module's
     ``alphabet``/``read_at``/``classes``/``causal`` attributes.  Shapes: d = the encoder's
     d_model, D = d (post-norm) or 2d (pre-norm) plus the number of read-out units.
     Raises :class:`ModelFormatError` naming the first unsupported module."""
@@ -225,15 +226,15 @@ def import_torch(model: nn.Module, *, name: str = "imported", alphabet=None, rea
            "alphabet": alphabet, "d_model": D, "residual": labels, "n_layers": len(doc_layers),
            "token_embedding": arr("token_embedding", E), "positional": {"table": arr("positional_table", T)},
            "layers": doc_layers, "outputs": [out], "inv_tau": 1}
-    _check_forward(model, doc, arrays, alphabet, pos.num_embeddings - 1)
-    return doc, arrays
+    checked = _check_forward(model, doc, arrays, alphabet, pos.num_embeddings - 1)
+    return doc, arrays, checked
 
 
 #: largest |torch − imported| logit difference the import accepts (float32 weights, float64 runs)
 FORWARD_TOLERANCE = 1e-6
 
 
-def _check_forward(model: nn.Module, doc: dict, arrays: dict, alphabet: list, t_max: int) -> None:
+def _check_forward(model: nn.Module, doc: dict, arrays: dict, alphabet: list, t_max: int) -> dict:
     """Run ``model`` (in float64) and the imported model (soft, τ = 1) on up to 12 words of lengths
     1..4 and refuse the import when a logit differs by more than :data:`FORWARD_TOLERANCE`."""
     spec = parse_model(dict(doc, arrays="<memory>"), path="<import-torch>", npz=arrays)
@@ -242,7 +243,7 @@ def _check_forward(model: nn.Module, doc: dict, arrays: dict, alphabet: list, t_
     coords = [hm.labels.index(c) for c in doc["outputs"][0].get("coordinates", ["logit0"])]
     m64 = copy.deepcopy(model).double().eval()
     rng = np.random.default_rng(0)
-    worst = (0.0, None)
+    worst, count = (0.0, None), 0
     for n in range(1, min(4, t_max) + 1):
         words = {tuple(rng.choice(alphabet, n)) for _ in range(3)}
         for w in sorted(words):
@@ -251,12 +252,14 @@ def _check_forward(model: nn.Module, doc: dict, arrays: dict, alphabet: list, t_
             got = forward(tr, tr.encode([w]), mode="soft", inv_tau=1.0).x[0, 1 if doc["outputs"][0]["at"] == "first"
                                                                             else -1, coords]
             diff = float(np.max(np.abs(got - ref)))
+            count += 1
             if not diff <= worst[0]:
                 worst = (diff, w)
     if not worst[0] <= FORWARD_TOLERANCE:
         raise ModelFormatError(
             f"import-torch: the module's forward differs from the imported model by {worst[0]:.3g} on "
             f"{''.join(worst[1])!r}: it is not the supported shape (is the BOS row masked to attend to BOS only?)")
+    return {"words": count, "max_abs_difference": worst[0]}
 
 
 def _check_layer(L, where: str) -> None:

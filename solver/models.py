@@ -106,7 +106,9 @@ def _source(spec: ModelSpec, n_max: int, epsilon: Fraction, betas: dict[str, Fra
 
 
 def _construction(spec: ModelSpec, hm: HardModel, premises: dict[str, HeadPremise], n_max: int, epsilon: Fraction,
-                  betas: dict[str, Fraction], ln_premises: dict[str, Fraction | None]) -> tuple[Construction, ComposedBound]:
+                  betas: dict[str, Fraction], ln_premises: dict[str, Fraction | None] | None = None
+                  ) -> tuple[Construction, ComposedBound]:
+    ln_premises = ln_premises or {}
     cb = composed_bound(hm, premises, n_max, ln_premises)
     L = hm.n_layers
     bounds = {}
