@@ -158,9 +158,9 @@ def ln_step(ln: LNSpec, e: list[LinForm], var_min: Fraction | None, atoms: list[
     so ``|Δy_b| ≤ |γ_b|·E/σ_min`` on the segment between the hard and the soft input.  The premise
     (variance of the hard input ≥ v on every analysed input) gives ``|u| ≥ √(m v) − E``: if
     ``E ≤ ρ = √(m v)/2`` then ``σ ≥ √(v/4 + eps)`` (constant c1), else ``σ ≥ √eps`` (c2).  Since
-    ``[E > ρ] ≤ f(E) = E(ρ + E)/(ρ² + E²)`` (f ≥ 1 exactly when E ≥ ρ, f ≈ E/ρ for small E, f ≤ 1.21;
-    a rational function, so the claims stay free of min/max), ``|Δy_b| ≤ |γ_b|·c1·φ`` with the new
-    atom ``φ = E + (c2/c1 − 1)·E·f(E)`` (just ``c2·E`` without a premise).  The target coordinates' errors are replaced by ``|γ_b|·c1·φ``
+    ``[E > ρ] ≤ E/ρ``, ``|Δy_b| ≤ |γ_b|·c1·φ`` with the new atom ``φ = E + (c2/c1 − 1)·E²/ρ``
+    (just ``c2·E`` without a premise; a polynomial in the parents' atoms: SymPy substitutes into
+    rational functions of repeated exponential sums very slowly, so no min and no division here).  The target coordinates' errors are replaced by ``|γ_b|·c1·φ``
     (exact input: 0); returns the new errors and the node's description.  Appends φ to ``atoms``.
     """
     c1, c2, rho = ln_constants(ln, var_min)
@@ -176,10 +176,9 @@ def ln_step(ln: LNSpec, e: list[LinForm], var_min: Fraction | None, atoms: list[
         return new, info
     Ex = lin_expr(E, atoms)
     if rho > 0:
-        r = sp.Rational(rho.numerator, rho.denominator)
-        phi = Ex + up(c2 / c1 - 1) * Ex**2 * (r + Ex) / (r**2 + Ex**2)
-        info["local"] = (f"phi = E + {up(c2 / c1 - 1)}*E**2*(rho + E)/(rho**2 + E**2), rho = {rho}, E = sum of e "
-                         f"over {len(ln.coords)} coordinates")
+        k = up((c2 / c1 - 1) / rho)
+        phi = Ex + k * Ex**2
+        info["local"] = f"phi = E + {k}*E**2, E = sum of e over {len(ln.coords)} coordinates"
     else:
         phi, c1 = Ex, c2
         info["local"] = "phi = E (no variance premise: global constant 1/sqrt(eps))"

