@@ -29,6 +29,7 @@ from torch import nn
 
 from .counting import LayerNorm as CountingLayerNorm
 from .errors import ModelFormatError, ParameterError
+from .engine import forward
 from .transformer import MLP, Head, ResidualLayerNorm, Transformer
 
 MASK_CODES = {"none": 0, "past": 1, "strict_past": 2, "future": 3, "strict_future": 4}
@@ -219,3 +220,53 @@ def export_torch(tr: Transformer, path: str | Path, *, n_max: int, inv_tau: floa
                           "UHA-leftmost/-rightmost the first/last of them"},
         "outputs": outputs, "source": source}, indent=1) + "\n", encoding="utf-8")
     return p, side
+
+
+def rounding_allowance(tr: Transformer, x_max: float, n: int, inv_tau: float) -> float:
+    """First-order allowance for two float64 evaluations of the same transformer that differ only in
+    the order of their roundings (u = 2^-53): each sum of at most ``L = n + 1 + d + h`` terms of size
+    ≤ ``x_max²`` moves by ``L·u·x_max²``, softmax turns a score change δ into a weight change of at
+    most ``inv_tau·δ`` times the value size, and every sublayer adds its own; summed over the
+    sublayers.  An estimate of the order of the discrepancy, not a rigorous bound."""
+    u = 2.0 ** -53
+    steps = sum(len(b.mlps) + (1 if b.heads else 0) for b in tr.blocks) + 1
+    h = max([m.W1.shape[1] for b in tr.blocks for m in b.mlps if isinstance(m, MLP)] + [1])
+    L = n + 1 + tr.d + h
+    s = max(1.0, x_max)
+    return 16.0 * steps * L * u * s * s * (1.0 + inv_tau * s * s)
+
+
+def check_export(path: str | Path, tr: Transformer, inv_tau: float, n_max: int, seed: int = 0) -> dict:
+    """Reload the program at ``path`` and compare it, soft (at ``inv_tau``) and hard, with the NumPy
+    forward pass on test words (every word of lengths 1..3 up to 16 words each, a few random words
+    at lengths 8, n_max/2 and n_max); ``ok`` when every difference is within
+    :func:`rounding_allowance`.  Returns ``{"words", "max_abs_difference", "allowance", "ok", "worst"}``."""
+    m = torch.jit.load(str(path))
+    rng = np.random.default_rng(seed)
+    k = len(tr.alphabet)
+    words = []
+    for n in range(1, min(3, n_max) + 1):
+        ids = np.array(np.meshgrid(*[np.arange(1, k + 1)] * n)).reshape(n, -1).T[:16]
+        words.extend(ids)
+    for n in sorted({min(8, n_max), max(1, n_max // 2), n_max}):
+        words.extend(rng.integers(1, k + 1, size=(2, n)))
+    worst, allow_at, ok = 0.0, 0.0, True
+    worst_word = None
+    for ids in words:
+        tok = np.asarray(ids, dtype=np.int64)[None]
+        tids = torch.tensor(np.concatenate([[0], tok[0]]))[None]
+        for hard in (False, True):
+            if hard:
+                ref = forward(tr, tok, mode="hard").x[0]
+            else:
+                ref = forward(tr, tok, mode="soft", inv_tau=inv_tau).x[0]
+            with torch.no_grad():
+                got = m(tids, hard, inv_tau)[0].numpy()
+            diff = float(np.max(np.abs(got - ref))) if ref.size else 0.0
+            allow = rounding_allowance(tr, float(np.max(np.abs(ref))), tok.shape[1], 0.0 if hard else inv_tau)
+            if not diff <= allow:
+                ok = False
+            if diff >= worst:
+                worst, allow_at, worst_word = diff, allow, [tr.alphabet[t - 1] for t in tok[0]]
+    return {"words": len(words), "max_abs_difference": worst, "allowance": allow_at, "ok": ok,
+            "worst": {"word": worst_word}}

@@ -4,7 +4,7 @@ Commands: ``run`` (the hard and soft transformers on one word), ``bound`` (symbo
 and required temperatures), ``confirm`` (numeric confirmation of the bounds), ``certify`` and
 ``verify`` (solver-checked certificates, every input kind), ``gap`` (a model file's score gaps),
 ``hahn`` (Hahn's obstacle at a fixed temperature), ``import-torch`` (a trained torch encoder as a
-model file).  Exit status: 0 success, 1 a claim was refuted
+model file), ``export`` (a construction as a TorchScript program).  Exit status: 0 success, 1 a claim was refuted
 or unknown / a check failed, 2 bad input (one-line message, no traceback).
 
 Layout: each command has two modules.
@@ -32,7 +32,7 @@ from types import ModuleType
 
 from ... import __version__
 from ...constructions.errors import SofthardError
-from . import bound, certify, confirm, gap, hahn, import_torch, run, verify
+from . import bound, certify, confirm, export, gap, hahn, import_torch, run, verify
 from .options import EXIT_BAD_INPUT, EXIT_INTERNAL, Parser, UsageErrors, attach_negative_values, value_options
 
 #: command -> (the module defining its parser, the dotted name of its handler module); in the
@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "gap": (gap, "softhard.solver.cli.handlers.gap"),
     "hahn": (hahn, "softhard.solver.cli.handlers.hahn"),
     "import-torch": (import_torch, "softhard.solver.cli.handlers.import_torch"),
+    "export": (export, "softhard.solver.cli.handlers.export"),
 }
 
 DESCRIPTION = ("softhard: when does softmax attention compute exactly what hard attention computes? Compiles "
