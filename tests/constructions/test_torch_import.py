@@ -6,6 +6,7 @@ hahn work on the result.  PyTorch is a test dependency: without it this module f
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -119,3 +120,18 @@ def test_cli_import_then_gap_certify_and_hahn(tmp_path, capsys):
         assert code in (0, 1) and main(["verify", str(cert)]) == 0
     assert main(["hahn", "--model", str(out), "--tau", "1"]) == 1
     assert "layer norms" in capsys.readouterr().out
+
+
+def test_train_example_runs_end_to_end_in_seconds(tmp_path):
+    """examples/train_torch.py, very short (30 steps, words up to length 3): trains, imports,
+    compares the softmax model with its argmax counterpart on every word, certifies and verifies."""
+
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / "train_torch.py"), "--steps", "30", "--train-len", "4",
+                        "--n-max", "3", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert s["import_forward_check"]["max_abs_difference"] < 1e-12
+    assert s["tau_1_soft_vs_argmax"]["words"] == 2 + 4 + 8
+    assert 0 <= s["accuracy_all_words_up_to_train_len"] <= 1
+    cert = s["certificate"]
+    assert cert["status"] == "not certified" or cert["verified"]
