@@ -177,7 +177,9 @@ def ln_step(ln: LNSpec, e: list[LinForm], var_min: Fraction | None, atoms: list[
     Ex = lin_expr(E, atoms)
     if rho > 0:
         k = up((c2 / c1 - 1) / rho)
-        phi = Ex + k * Ex**2
+        # E + k·E² written with E once, k·(E + 1/(2k))² − 1/(4k): deep models nest these atoms, and
+        # a form that repeats E makes the expression (and SymPy's substitution) grow exponentially
+        phi = k * (Ex + 1 / (2 * k)) ** 2 - 1 / (4 * k) if k else Ex
         info["local"] = f"phi = E + {k}*E**2, E = sum of e over {len(ln.coords)} coordinates"
     else:
         phi, c1 = Ex, c2
