@@ -63,7 +63,7 @@ import sympy as sp
 from ..constructions.hard_model import CanonHead, HardModel
 from .core import n, tau
 from .intervals import activation_boxes, down, interval_matmul, up
-from .propagation import LinForm, lin_add, lin_expr, max_expr, mlp_step, spread, written_error
+from .propagation import LinForm, lin_add, lin_expr, ln_step, max_expr, mlp_step, spread, written_error
 
 
 def _strict(mask: str) -> bool:
@@ -148,11 +148,15 @@ def _local_head(h: CanonHead, e: list[LinForm], B: list[Fraction], D: list[Fract
     return str(sig), written
 
 
-def composed_bound(hm: HardModel, premises: dict[str, HeadPremise], n_max: int) -> ComposedBound:
+def composed_bound(hm: HardModel, premises: dict[str, HeadPremise], n_max: int,
+                   ln_premises: dict[str, Fraction | None] | None = None) -> ComposedBound:
     """The per-output error bound of THEORY §6 (module docstring), valid for words of length
     ``n ≤ n_max`` on which every head's premise holds.
 
-    ``premises``: per head name, the gap γ and tie size from :mod:`softhard.constructions.gaps`.
+    ``premises``: per head name, the gap γ and tie size from :mod:`softhard.constructions.gaps`;
+    ``ln_premises``: per layer norm, the smallest variance of its input over the analysed inputs
+    (the premise of its local Lipschitz bound, :func:`~softhard.bounds.propagation.ln_step`; a
+    missing entry uses the global constant 1/√eps).
     Returns a :class:`ComposedBound` whose output expressions contain only ``n`` and ``tau``
     (exact rational constants).  Raises ``KeyError`` if a head has no premise.
     """
@@ -167,7 +171,23 @@ def composed_bound(hm: HardModel, premises: dict[str, HeadPremise], n_max: int) 
     prev = "embed"
     heads_info: dict[str, dict] = {}
     esym = {a: sp.Symbol(f"e[{lab}]") for a, lab in enumerate(hm.labels)}
+    ln_premises = ln_premises or {}
+
+    def norms(li: int, point: str) -> None:
+        nonlocal e, prev
+        for ln in hm.lns_at(li, point):
+            next(st_iter)
+            e, info = ln_step(ln, e, ln_premises.get(ln.name), atoms)
+            node = f"ln:{ln.name}"
+            g.add_node(node, kind="layernorm", layer=li, sublayer=ln.sublayer, position=ln.position,
+                       local=info.get("local", "exact input: no error"), c1=info["c1"], c2=info["c2"],
+                       rho=info["rho"], variance_min=info["variance_min"], phi=info["phi"],
+                       error=str(max_expr([e[t] for t in ln.target], atoms)))
+            g.add_edge(prev, node)
+            prev = node
+
     for li, (hs, ms) in enumerate(zip(hm.heads, hm.mlps)):
+        norms(li, "before_heads")
         st = next(st_iter)
         box = st.box
         B = box.magnitude()
@@ -215,6 +235,7 @@ def composed_bound(hm: HardModel, premises: dict[str, HeadPremise], n_max: int) 
                        error=str(max_expr(e, atoms)))
             g.add_edge(prev, add_node)
             prev = add_node
+        norms(li, "after_heads")
         for mi, m in enumerate(ms):
             next(st_iter)
             e_in = e
@@ -224,6 +245,7 @@ def composed_bound(hm: HardModel, premises: dict[str, HeadPremise], n_max: int) 
                        error=str(max_expr(e, atoms)))
             g.add_edge(prev, node)
             prev = node
+        norms(li, "after_mlps")
     outputs = {}
     for o in hm.outputs:
         expr = max_expr([e[c] for c in o.coords], atoms)
@@ -285,6 +307,13 @@ def hahn_bound(hm: HardModel, change_at: tuple[str, int] = ("end", 1)) -> HahnBo
 
     Raises nothing for an unbounded model: returns ``applicable=False`` with the reason.
     """
+    if hm.has_layernorm:
+        names = ", ".join(ln.name for lns in hm.lns for ln in lns)
+        return HahnBound({}, {}, {}, applicable=False,
+                         reason=f"the model has layer norms ({names}): Hahn's lemma needs every layer to be Lipschitz "
+                                "with a constant independent of n, and a layer norm's constant 1/sqrt(var + eps) is "
+                                "not: dividing by a variance that shrinks with n amplifies the O(1/n) change one position makes "
+                                "back to O(1) (Chiang & Cholak 2022), so the lemma does not cover this model")
     if not hm.bounded:
         fams = sorted({f.family for f in hm.features if not f.bounded})
         return HahnBound({}, {}, {}, applicable=False,

@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
-from ..constructions.hard_model import HardModel
+from ..constructions.hard_model import HardModel, LNSpec
 from ..constructions.positional import family_range
 
 DIGITS = 12
@@ -204,12 +204,35 @@ class Stage:
     box: Box
 
 
+def ln_box(box: Box, ln: LNSpec) -> Box:
+    """The box after a layer norm: each target coordinate lies in ``β_k ± |γ_k|·√(m−1)``
+    (``|c_b| ≤ √((m−1)/m)·|c|`` and ``σ ≥ |c|/√m``); the others are unchanged."""
+    m = len(ln.coords)
+    r = Fraction(math.isqrt((m - 1) * (1 << 128)) + 1, 1 << 64)  # ≥ √(m−1)
+    out = Box(list(box.bos_lo), list(box.bos_hi), list(box.lo), list(box.hi))
+    for k, t in enumerate(ln.target):
+        w = abs(ln.gamma[k]) * r
+        out.bos_lo[t], out.bos_hi[t] = ln.beta[k] - w, ln.beta[k] + w
+        out.lo[t], out.hi[t] = ln.beta[k] - w, ln.beta[k] + w
+    return out
+
+
 def activation_boxes(hm: HardModel, n_max: int | None) -> list[Stage]:
-    """Boxes entering every sublayer, in order (heads of layer ℓ, then its MLPs), plus the final
-    one (kind "out").  Valid for hard and soft runs (module docstring)."""
+    """Boxes entering every sublayer, in order (a layer's norms before its heads, the heads, the
+    norms after them, its MLPs, the norms after them; kind "ln" with ``k`` the norm's index in
+    ``hm.lns[layer]``), plus the final one (kind "out").  Valid for hard and soft runs (module
+    docstring)."""
     box = embedding_box(hm, n_max)
     stages = []
+
+    def norms(li: int, point: str) -> None:
+        nonlocal box
+        for ln in hm.lns_at(li, point):
+            stages.append(Stage(li, "ln", hm.lns[li].index(ln), box))
+            box = ln_box(box, ln)
+
     for li, (hs, ms) in enumerate(zip(hm.heads, hm.mlps)):
+        norms(li, "before_heads")
         stages.append(Stage(li, "attn", 0, box))
         if hs:
             bl, bh = list(box.bos_lo), list(box.bos_hi)
@@ -222,9 +245,11 @@ def activation_boxes(hm: HardModel, n_max: int | None) -> list[Stage]:
                 bl, bh = _iadd((bl, bh), wb)
                 nl, nh = _iadd((nl, nh), wa)
             box = Box(bl, bh, nl, nh)
+        norms(li, "after_heads")
         for mi, m in enumerate(ms):
             stages.append(Stage(li, "mlp", mi, box))
             out = [_iadd((lo, hi), _mlp_box(lo, hi, m)) for lo, hi in ((box.bos_lo, box.bos_hi), (box.lo, box.hi))]
             box = Box(out[0][0], out[0][1], out[1][0], out[1][1])
+        norms(li, "after_mlps")
     stages.append(Stage(len(hm.heads), "out", 0, box))
     return stages

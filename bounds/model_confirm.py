@@ -16,7 +16,8 @@ from fractions import Fraction
 import numpy as np
 
 from ..constructions.engine import forward
-from ..constructions.exact import ExactEngine, to_float
+from ..constructions.exact import to_float
+from ..constructions.exact_balls import exact_engine
 from ..constructions.gaps import analyse_gaps
 from ..constructions.modelfile import parse_model
 from ..constructions.random_models import plant_gaps, random_model_doc
@@ -41,7 +42,7 @@ def planted_trial(seed: int, *, layers: int, width: int, heads: int, n_max: int 
         inv_tau = float(required_inv_tau(cb.outputs["y0"], n_value=n_max, eta_value=Fraction(epsilon)))
     it = Fraction(inv_tau)
     tr = hm.transformer()
-    eng = ExactEngine(hm)
+    eng = exact_engine(hm)
     wo = {h.name: h.W_O for b in tr.blocks for h in b.heads}
     outs = {o.name: {"observed": 0.0, "bound": 0.0, "ratio": 0.0, "n": 0, "violations": 0} for o in hm.outputs}
     hds = {h: {"observed": 0.0, "bound": 0.0, "ratio": 0.0, "n": 0, "violations": 0} for h in cb.heads}

@@ -9,11 +9,12 @@ spread ``D_b`` of :func:`spread`); a residual ReLU MLP moves the error as in :fu
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import sympy as sp
 
-from ..constructions.hard_model import CanonHead
+from ..constructions.hard_model import CanonHead, LNSpec
 from .intervals import Box, interval_matmul, up
 
 # --------------------------------------------------------------------------------------------
@@ -122,3 +123,69 @@ def mlp_step(m, e: list[LinForm]) -> tuple[list[LinForm], list[tuple]]:
         for b, c in coefs.items():
             out[b] = lin_add(out[b], dz, c)
     return out, groups
+
+
+# --------------------------------------------------------------------------------------------
+# layer norm (THEORY §6; docs/models.md "Layer norm")
+
+
+def _sqrt_floor(q: Fraction, bits: int = 64) -> Fraction:
+    """A rational ≤ √q (q ≥ 0), within 2^-bits."""
+    return Fraction(math.isqrt(q.numerator * (1 << (2 * bits)) // q.denominator), 1 << bits)
+
+
+def _inv_sqrt_up(q: Fraction, bits: int = 64) -> Fraction:
+    """A rational ≥ 1/√q (q > 0), within about 2^-bits relative."""
+    return Fraction(math.isqrt(q.denominator * (1 << (2 * bits)) // q.numerator) + 1, 1 << bits)
+
+
+def ln_constants(ln: LNSpec, var_min: Fraction | None) -> tuple[Fraction, Fraction, Fraction]:
+    """``(c1, c2, ρ)`` of a layer norm's local Lipschitz bound (:func:`ln_step`): ``c1 ≥ 1/√(v/4 + eps)``,
+    ``c2 ≥ 1/√eps``, ``ρ ≤ √(m·v)/2`` for the premise ``v = var_min`` (the smallest variance of the
+    norm's input over the analysed hard runs; None or 0: ρ = 0 and only c2 is used).  Exact rationals."""
+    m = len(ln.coords)
+    c2 = _inv_sqrt_up(ln.eps)
+    if not var_min:
+        return c2, c2, Fraction(0)
+    return _inv_sqrt_up(var_min / 4 + ln.eps), c2, _sqrt_floor(m * var_min) / 2
+
+
+def ln_step(ln: LNSpec, e: list[LinForm], var_min: Fraction | None, atoms: list[sp.Expr]) -> tuple[list[LinForm], dict]:
+    """Errors after a layer norm ``x[target] ← γ ⊙ (x[coords] − μ)/√(v + eps) + β``.
+
+    With ``E = Σ_{a∈coords} e_a`` (≥ the ℓ2 norm of the input error, and centring does not increase
+    it), the map ``u ↦ u/√(|u|²/m + eps)`` is ``1/σ``-Lipschitz in ℓ2 wherever ``σ = √(|u|²/m + eps)``,
+    so ``|Δy_b| ≤ |γ_b|·E/σ_min`` on the segment between the hard and the soft input.  The premise
+    (variance of the hard input ≥ v on every analysed input) gives ``|u| ≥ √(m v) − E``: if
+    ``E ≤ ρ = √(m v)/2`` then ``σ ≥ √(v/4 + eps)`` (constant c1), else ``σ ≥ √eps`` (c2).  Since
+    ``[E > ρ] ≤ E/ρ``, ``|Δy_b| ≤ |γ_b|·c1·φ`` with the new atom ``φ = E + (c2/c1 − 1)·E²/ρ``
+    (just ``c2·E`` without a premise; a polynomial in the parents' atoms: SymPy substitutes into
+    rational functions of repeated exponential sums very slowly, so no min and no division here).  The target coordinates' errors are replaced by ``|γ_b|·c1·φ``
+    (exact input: 0); returns the new errors and the node's description.  Appends φ to ``atoms``.
+    """
+    c1, c2, rho = ln_constants(ln, var_min)
+    E: LinForm = {}
+    for a in ln.coords:
+        E = lin_add(E, e[a])
+    new = [dict(f) for f in e]
+    info = {"c1": str(up(c1)), "c2": str(up(c2)), "rho": str(rho), "variance_min": str(var_min)}
+    if not E:
+        for t in ln.target:
+            new[t] = {}
+        info["phi"] = "0"
+        return new, info
+    Ex = lin_expr(E, atoms)
+    if rho > 0:
+        k = up((c2 / c1 - 1) / rho)
+        phi = Ex + k * Ex**2
+        info["local"] = f"phi = E + {k}*E**2, E = sum of e over {len(ln.coords)} coordinates"
+    else:
+        phi, c1 = Ex, c2
+        info["local"] = "phi = E (no variance premise: global constant 1/sqrt(eps))"
+    idx = len(atoms)
+    atoms.append(phi)
+    for k, t in enumerate(ln.target):
+        g = abs(ln.gamma[k])
+        new[t] = {idx: Fraction(up(g * c1))} if g else {}
+    info["phi"] = str(phi)
+    return new, info

@@ -36,7 +36,7 @@ from .errors import ParameterError
 from .residual import Columns, accumulate, embed_cols, mlp_reads, mlp_updates, nonzero_rows, project
 from .softmax import check_inv_tau
 from .structured_attention import detect_structure, structured_eval
-from .transformer import MLP, Head, Transformer
+from .transformer import MLP, Head, ResidualLayerNorm, Transformer
 
 # --------------------------------------------------------------------------------------------
 # attention heads
@@ -192,6 +192,13 @@ def forward_pass(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, 
                 accumulate(upd_h, hh, h.W_O)
         _apply(X, cols, over, upd_s, upd_h if pair else None, None)
         for m in blk.mlps:
+            if isinstance(m, ResidualLayerNorm):  # overwrites its target columns (exactly, no x + (y − x))
+                ys = m.normalise([cols.get(int(c)) for c in m.coords])
+                yh = None
+                if pair and any(r in over for r in m.reads()):
+                    yh = m.normalise([Columns(X, over).get(int(c)) for c in m.coords])
+                _overwrite(X, cols, over, m.target, ys, yh)
+                continue
             if not isinstance(m, MLP) and callable(getattr(m, "column_updates", None)):
                 # another sublayer kind (e.g. counting's LayerNorm): it gives its own column updates
                 us = m.column_updates(cols.get)
@@ -219,6 +226,20 @@ def forward_pass(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, 
             Xh[c] = v
         htrace = Trace(x=Xh.transpose(1, 2, 0), heads=htraces, residuals=[])
     return strace, htrace, hcols
+
+
+def _overwrite(X: np.ndarray, cols: Columns, over: dict | None, target, ys: list, yh: list | None) -> None:
+    """``x[target[k]] ← ys[k]`` for the soft stream and ``yh[k]`` (default ``ys[k]``) for the hard
+    overlay (kept only where the two differ)."""
+    for k, t in enumerate(target):
+        t = int(t)
+        X[t] = ys[k]
+        cols.touched(t)
+        if over is not None:
+            if yh is not None and not np.array_equal(yh[k], ys[k]):
+                over[t] = yh[k]
+            else:
+                over.pop(t, None)
 
 
 def _apply(X: np.ndarray, cols: Columns, over: dict | None, upd_s: dict, upd_h: dict | None,

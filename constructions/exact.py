@@ -75,7 +75,7 @@ def normalize(r: RArr) -> RArr:
     g = np.gcd.reduce(r.num.ravel())
     g = math.gcd(int(g), r.den)
     if g > 1:
-        return RArr(_shrink(r.num // g), r.den // g)
+        return RArr(_shrink((r.num if g < LIM else _obj(r.num)) // g), r.den // g)
     return RArr(_shrink(r.num), r.den)
 
 
@@ -83,7 +83,7 @@ def scale_num(a: np.ndarray, m: int) -> np.ndarray:
     """``a * m`` exactly (object fallback on possible overflow)."""
     if m == 1:
         return a
-    if a.dtype != object and _maxabs(a) * m < LIM:
+    if a.dtype != object and m < LIM and _maxabs(a) * m < LIM:
         return a * np.int64(m)
     return _obj(a) * m
 
@@ -92,7 +92,8 @@ def add(a: RArr, b: RArr) -> RArr:
     """Exact ``a + b`` (broadcasting)."""
     den = a.den * b.den // math.gcd(a.den, b.den)
     ma, mb = den // a.den, den // b.den
-    if a.num.dtype != object and b.num.dtype != object and _maxabs(a.num) * ma + _maxabs(b.num) * mb < LIM:
+    if (a.num.dtype != object and b.num.dtype != object and max(ma, mb) < LIM
+            and _maxabs(a.num) * ma + _maxabs(b.num) * mb < LIM):
         return RArr(a.num * np.int64(ma) + b.num * np.int64(mb), den)
     return RArr(_obj(a.num) * ma + _obj(b.num) * mb, den)
 
@@ -138,6 +139,7 @@ class HeadRows:
     ties: np.ndarray
     rule: str
     smax_num: np.ndarray | None = None
+    ambiguous: np.ndarray | None = None
 
     def gap(self, b: int, i: int) -> Fraction | None:
         """Exact gap of word ``b`` at row ``i`` (None: no competitor; 0: UHA tie)."""
@@ -175,17 +177,25 @@ class ExactRun:
     """Result of :func:`run_exact` on a batch of words of one length ``n``.
 
     ``x``: final residual (B, n+1, d) exact; ``heads``: name → :class:`HeadRows`;
-    ``residuals``: the residual entering each layer (if requested).
+    ``residuals``: the residual entering each layer (if requested).  For a model with layer norms
+    (:mod:`softhard.constructions.exact_balls`) ``x`` is the centre of a ball and ``xr`` (same
+    shape, ≥ 0) its radius: the hard model's value is within ``xr`` of ``x``; ``ln_var``: per
+    layer norm, ``(v, b, i)``: a lower bound on the variance of its input over the batch and the
+    word/row attaining it.  ``xr`` is None when every value is exact.
     """
 
     x: RArr
     heads: dict[str, HeadRows] = field(default_factory=dict)
     residuals: list[RArr] = field(default_factory=list)
     written: dict[str, RArr] = field(default_factory=dict)
+    xr: RArr | None = None
+    ln_var: dict[str, tuple] = field(default_factory=dict)
 
 
 class ExactEngine:
-    """Exact hard forward of a :class:`HardModel` (module docstring).  Build once per model."""
+    """Exact hard forward of a :class:`HardModel` (module docstring).  Build once per model; a
+    model with layer norms needs :class:`softhard.constructions.exact_balls.BallEngine` (use
+    :func:`softhard.constructions.exact_balls.exact_engine`, which picks)."""
 
     def __init__(self, hm: HardModel):
         self.hm = hm

@@ -59,6 +59,22 @@ class OutputMargin:
 
 
 @dataclass
+class LNVariance:
+    """Smallest variance of one layer norm's input over the analysed inputs (every row, BOS
+    included; a rigorous lower bound from the ball engine, :mod:`softhard.constructions.exact_balls`),
+    with the word and row attaining it: the premise of the norm's local Lipschitz bound."""
+
+    name: str
+    var: Fraction | None = None
+    word: tuple[str, ...] | None = None
+    row: int = -1
+
+    def to_json(self) -> dict:
+        return {"layernorm": self.name, "variance_min": fs(self.var), "variance_min_decimal": fd(self.var),
+                "attained_by": None if self.word is None else {"word": list(self.word), "row": self.row}}
+
+
+@dataclass
 class GapReport:
     """Result of :func:`analyse_gaps`.
 
@@ -77,6 +93,7 @@ class GapReport:
     seconds: float = 0.0
     seed: int | None = None
     notes: list[str] = field(default_factory=list)
+    layernorms: dict[str, LNVariance] = field(default_factory=dict)
 
     @property
     def exhaustive(self) -> bool:
@@ -91,13 +108,16 @@ class GapReport:
         return not self.zero_gap()
 
     def to_json(self) -> dict:
-        return {"method": self.method, "n_max": self.n_max, "alphabet_size": self.alphabet_size,
-                "words": self.words, "lengths": self.lengths if len(self.lengths) <= 40 else
-                [self.lengths[0], "...", self.lengths[-1]],
-                "heads": [h.to_json() for h in self.heads.values()],
-                "outputs": [o.to_json() for o in self.outputs.values()],
-                "simulable": self.simulable, "seconds": round(self.seconds, 4), "seed": self.seed,
-                "notes": list(self.notes)}
+        out = {"method": self.method, "n_max": self.n_max, "alphabet_size": self.alphabet_size,
+               "words": self.words, "lengths": self.lengths if len(self.lengths) <= 40 else
+               [self.lengths[0], "...", self.lengths[-1]],
+               "heads": [h.to_json() for h in self.heads.values()],
+               "outputs": [o.to_json() for o in self.outputs.values()],
+               "simulable": self.simulable, "seconds": round(self.seconds, 4), "seed": self.seed,
+               "notes": list(self.notes)}
+        if self.layernorms:
+            out["layernorms"] = [v.to_json() for v in self.layernorms.values()]
+        return out
 
 
 def fs(x: Fraction | None) -> str | None:

@@ -27,19 +27,19 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import partial
 
 import numpy as np
 
 from .errors import ParameterError
-from .exact import ExactEngine, ExactRun, HeadRows
-from .gap_report import GapReport, HeadGap, OutputMargin, fd, fs
+from .exact import ExactRun, HeadRows
+from .exact_balls import PREC, exact_engine, margin_at
+from .gap_report import GapReport, HeadGap, LNVariance, OutputMargin, fd, fs  # noqa: F401 (re-exported)
 from .gap_tasks import CHUNK, Task, all_tokens, exhaustive_tasks, map_tasks, task_tokens  # noqa: F401
-from .hard_model import ONE, POS, CanonHead, HardModel, MLPSpec, zeros
+from .hard_model import HardModel
 from .parameters import DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS
-from .positional import PEFeature
 from .words import count_words, word_count_text
 
 DENSE_CAP = 4096  # longest word the searched analysis evaluates (exact scores cost O(n^2) per head)
@@ -56,6 +56,8 @@ class _Agg:
         self.hm = hm
         self.heads = {h.name: HeadGap(name=h.name, layer=h.layer, mask=h.mask, rule=h.rule) for h in hm.all_heads()}
         self.outputs = {o.name: OutputMargin(name=o.name, type=o.type) for o in hm.outputs}
+        self.lns = {ln.name: LNVariance(name=ln.name) for lns in hm.lns for ln in lns}
+        self.ambiguous: dict[str, tuple] = {}
         self.words = 0
 
     def add(self, tokens: np.ndarray, run: ExactRun) -> None:
@@ -79,6 +81,14 @@ class _Agg:
                     hg.gap, hg.word, hg.row = Fraction(0), self._word(tokens[uha_tie[0]]), uha_tie[1]
             elif g is not None and (hg.gap is None or g < hg.gap):
                 hg.gap, hg.word, hg.row = g, self._word(tokens[b]), i
+        for name, (v, b, i) in run.ln_var.items():
+            lv = self.lns[name]
+            if lv.var is None or v < lv.var:
+                lv.var, lv.word, lv.row = v, self._word(tokens[b]), int(i)
+        for name, rows in run.heads.items():
+            if rows.ambiguous is not None and rows.ambiguous.any() and name not in self.ambiguous:
+                b, i = np.argwhere(rows.ambiguous)[0]
+                self.ambiguous[name] = (self._word(tokens[b]), int(i))
         for o in self.hm.outputs:
             m, b, i = _margin(self.hm, o, run, n)
             om = self.outputs[o.name]
@@ -103,24 +113,34 @@ class _Agg:
             om = self.outputs[name]
             if o.margin is not None and (om.margin is None or o.margin < om.margin):
                 om.margin, om.word, om.row = o.margin, o.word, o.row
+        for name, o in part.lns.items():
+            lv = self.lns[name]
+            if o.var is not None and (lv.var is None or o.var < lv.var):
+                lv.var, lv.word, lv.row = o.var, o.word, o.row
+        for name, at in part.ambiguous.items():
+            self.ambiguous.setdefault(name, at)
 
 
 @dataclass
 class ExhaustivePart:
-    """The minima of one exhaustive task (:func:`exhaustive_part`): per head, per output, words."""
+    """The minima of one exhaustive task (:func:`exhaustive_part`): per head, per output, per layer
+    norm (the variance premise), the first ambiguous row per head, and the number of words."""
 
     heads: dict[str, HeadGap]
     outputs: dict[str, OutputMargin]
     words: int
+    lns: dict[str, LNVariance] = field(default_factory=dict)
+    ambiguous: dict[str, tuple] = field(default_factory=dict)
 
 
 def exhaustive_part(hm: HardModel, task: Task) -> ExhaustivePart:
     """Exact minima over the words of one task of :func:`~softhard.constructions.gap_tasks.exhaustive_tasks`
     (run anywhere: a Dask worker too); merged in task order by :func:`analyse_gaps`."""
-    eng, agg = ExactEngine(hm), _Agg(hm)
+    eng, agg = exact_engine(hm), _Agg(hm)
     for tok in task_tokens(len(hm.alphabet), task):
         agg.add(tok, eng.run(tok))
-    return ExhaustivePart(heads=agg.heads, outputs=agg.outputs, words=agg.words)
+    return ExhaustivePart(heads=agg.heads, outputs=agg.outputs, words=agg.words, lns=agg.lns,
+                          ambiguous=agg.ambiguous)
 
 
 def _min_gap(rows: HeadRows) -> tuple[Fraction | None, int, int]:
@@ -149,6 +169,14 @@ def _margin(hm: HardModel, o, run: ExactRun, n: int) -> tuple[Fraction | None, i
         return None, -1, -1
     rows = read_rows(o.at, n)
     x = run.x
+    if run.xr is not None:  # a model with layer norms: rigorous lower bounds from the balls
+        best = None
+        for b in range(x.num.shape[0]):
+            for i in rows:
+                m = margin_at(o, run, b, i)
+                if best is None or m < best[0]:
+                    best = (m, b, i)
+        return best
     if o.type == "boolean":
         y = x.num[:, rows, o.coords[0]]
         p, q = o.threshold.numerator, o.threshold.denominator
@@ -196,17 +224,21 @@ def analyse_gaps(hm: HardModel, n_max: int, *, exhaustive_limit: int = DEFAULT_E
                              f"than the exhaustive limit {exhaustive_limit} (raise it with --exhaustive-limit; the "
                              "analysis evaluates every word exactly, O(n^2) per word and head)")
     t0 = time.perf_counter()
-    eng = ExactEngine(hm)
+    eng = exact_engine(hm)
     agg = _Agg(hm)
     if method == "exhaustive":  # the deterministic split, here or on a cluster (gap_tasks.TASK_MAP)
         for part in map_tasks(partial(exhaustive_part, hm), exhaustive_tasks(k, n_max), progress):
             agg.absorb(part)
         rep = GapReport(method="exhaustive", n_max=n_max, alphabet_size=k, words=agg.words,
                         lengths=list(range(1, n_max + 1)), heads=agg.heads, outputs=agg.outputs)
+        rep.layernorms = agg.lns
     elif method == "searched":
         rep = _search(hm, eng, agg, n_max, search_words, search_max_len, seed, time_limit_s, progress)
     else:
         raise ParameterError(f"method must be auto, exhaustive or searched, got {method!r}")
+    for name, (w, i) in agg.ambiguous.items():
+        rep.notes.append(f"head {name}: on {''.join(w)!r} row {i} the scores' balls (layer norm, precision 2^-"
+                         f"{PREC}) overlap at the maximum without an exact tie: gap reported as 0")
     rep.seconds = time.perf_counter() - t0
     return rep
 
@@ -325,7 +357,7 @@ def _search(hm, eng, agg, n_max, budget, max_len, seed, time_limit_s, progress) 
         evaluate(batch)
         push(batch)
     rep = GapReport(method="searched", n_max=n_max, alphabet_size=k, words=agg.words, lengths=grid + long,
-                    heads=agg.heads, outputs=agg.outputs, seed=seed)
+                    heads=agg.heads, outputs=agg.outputs, seed=seed, layernorms=agg.lns)
     rep.notes.append(f"searched {agg.words} of {word_count_text(k, n_max)} words (periodic, random, local search); "
                      "the minimum found is exact for these inputs but NOT proved for all inputs")
     if top < n_max:
@@ -355,156 +387,3 @@ def _word_gaps(rows: HeadRows) -> list[Fraction | None]:
         else:
             out.append(rows.scale * Fraction(int(m[b]), rows.den))
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# UHA tie-break (THEORY §4)
-
-
-@dataclass
-class TieBreak:
-    """One UHA head's tie-break: ``beta`` (exact dyadic), the untied gap γ₀ before, the predicted
-    lower bound ``min(β/N, γ₀ − β)`` on the gap after, and the direction (+ for rightmost)."""
-
-    head: str
-    beta: Fraction
-    gap_untied: Fraction | None
-    predicted_gap: Fraction
-    sign: int
-
-    def to_json(self) -> dict:
-        return {"head": self.head, "beta": fs(self.beta), "gap_before_untied": fs(self.gap_untied),
-                "predicted_gap_after": fs(self.predicted_gap), "predicted_gap_after_decimal": fd(self.predicted_gap),
-                "term": ("+" if self.sign > 0 else "-") + "beta*j/n"}
-
-
-def _round_down_dyadic(x: Fraction, bits: int = 20) -> Fraction:
-    if x <= 0:
-        raise ParameterError("cannot round a non-positive number")
-    e = bits - math.floor(math.log2(x))
-    return Fraction(math.floor(x * 2**e), 2**e) if e >= 0 else Fraction(math.floor(x / 2 ** (-e)) * 2 ** (-e))
-
-
-def plan_tie_breaks(rep: GapReport) -> dict[str, Fraction]:
-    """β per UHA head whose analysis found a tie: ``β ≤ γ₀·N/(N+1)`` (rounded down to a dyadic
-    rational, so it is exact in float64 too); γ₀ None (never a non-maximal competitor) gives β = 1."""
-    out = {}
-    N = rep.n_max
-    for h in rep.heads.values():
-        if h.rule != "AHA" and h.ties_max >= 2:
-            g0 = h.gap_untied
-            target = Fraction(1) if g0 is None else g0 * N / (N + 1)
-            out[h.name] = _round_down_dyadic(target)
-    return out
-
-
-def tie_break(hm: HardModel, betas: dict[str, Fraction], n_max: int, gaps: dict[str, Fraction | None] | None = None
-              ) -> tuple[HardModel, list[TieBreak]]:
-    """The model with ``β·p_j`` added to the scores of the heads in ``betas`` (THEORY §4).
-
-    Adds residual coordinates ``__pos__`` (positional family j/n, 0 at BOS) and ``__one__`` (1 at
-    every position, if absent), and to each listed head a query column reading ``__one__`` and a
-    key column reading ``__pos__`` with weight ``±β/scale`` (+ for UHA-rightmost, − for leftmost;
-    BOS has p = 0, so a tie with BOS goes to the real position for rightmost and to BOS for
-    leftmost, as the UHA rule says).  Every other weight is unchanged (padded with zeros).
-    ``gaps``: the untied gaps γ₀ for the prediction.  Raises :class:`ParameterError` for an
-    unknown head or an AHA head.
-    """
-    heads_by = {h.name: h for h in hm.all_heads()}
-    for name in betas:
-        if name not in heads_by:
-            raise ParameterError(f"tie-break: no head named {name!r}")
-        if heads_by[name].rule == "AHA":
-            raise ParameterError(f"tie-break: head {name!r} is AHA (ties are averaged, no tie-break needed)")
-    labels = list(hm.labels)
-    E = hm.token_embedding
-    feats = [PEFeature(f.family, f.vector, f.fn, f.omega, f.over_n) for f in hm.features]
-    table = hm.table
-    add = []
-    if ONE not in labels:
-        add.append(ONE)
-    if POS not in labels:
-        add.append(POS)
-    labels += add
-    d = len(labels)
-    if add:
-        extra = zeros((E.shape[0], len(add)))
-        if ONE in add:
-            extra[:, add.index(ONE)] = Fraction(1)
-        E = np.concatenate([E, extra], axis=1)
-        for f in feats:
-            f.vector = np.concatenate([f.vector, zeros(len(add))])
-        if table is not None:
-            table = np.concatenate([table, zeros((table.shape[0], len(add)))], axis=1)
-    ione, ipos = labels.index(ONE), labels.index(POS)
-    if POS in add:
-        v = zeros(d)
-        v[ipos] = Fraction(1)
-        feats.append(PEFeature(family="j/n", vector=v))
-
-    def rows(A):
-        return np.concatenate([A, zeros((d - A.shape[0], A.shape[1]))], axis=0) if A.shape[0] < d else A.copy()
-
-    def cols(A):
-        return np.concatenate([A, zeros((A.shape[0], d - A.shape[1]))], axis=1) if A.shape[1] < d else A.copy()
-
-    new_heads = []
-    infos = []
-    for hs in hm.heads:
-        nh = []
-        for h in hs:
-            WQ, WK, WV, WO = rows(h.W_Q), rows(h.W_K), rows(h.W_V), cols(h.W_O)
-            beta = Fraction(0)
-            if h.name in betas:
-                beta = betas[h.name]
-                sign = 1 if h.rule == "UHA-rightmost" else -1
-                q = zeros((d, 1))
-                q[ione, 0] = Fraction(1)
-                kc = zeros((d, 1))
-                kc[ipos, 0] = sign * beta / h.scale
-                WQ = np.concatenate([WQ, q], axis=1)
-                WK = np.concatenate([WK, kc], axis=1)
-                g0 = (gaps or {}).get(h.name)
-                pred = beta / n_max if g0 is None else min(beta / n_max, g0 - beta)
-                infos.append(TieBreak(head=h.name, beta=beta, gap_untied=g0, predicted_gap=pred, sign=sign))
-            nh.append(CanonHead(name=h.name, layer=h.layer, index=h.index, W_Q=WQ, W_K=WK, W_V=WV, W_O=WO,
-                                scale=h.scale, mask=h.mask, rule=h.rule, tie_break=h.tie_break + beta))
-        new_heads.append(nh)
-    new_mlps = [[MLPSpec(name=m.name, W1=rows(m.W1), b1=m.b1, W2=cols(m.W2),
-                         b2=np.concatenate([m.b2, zeros(d - len(m.b2))])) for m in ms] for ms in hm.mlps]
-    hm2 = HardModel(spec=hm.spec, alphabet=hm.alphabet, labels=labels, token_embedding=E, features=feats,
-                    table=table, heads=new_heads, mlps=new_mlps, outputs=list(hm.outputs))
-    return hm2, infos
-
-
-def same_hard_outputs(hm1: HardModel, hm2: HardModel, n_max: int, *, limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
-                      words: list[tuple[str, ...]] | None = None) -> tuple[bool, tuple[str, ...] | None, int]:
-    """Do two models (same alphabet and outputs) give identical exact hard outputs?
-
-    On every word of length ≤ ``n_max`` when that is at most ``limit`` words, else on ``words``.
-    Returns ``(same, first differing word or None, words compared)``.
-    """
-    e1, e2 = ExactEngine(hm1), ExactEngine(hm2)
-    k = len(hm1.alphabet)
-    coords1 = [c for o in hm1.outputs for c in o.coords]
-    coords2 = [c for o in hm2.outputs for c in o.coords]
-    batches = []
-    if count_words(k, n_max, cap=limit) <= limit:
-        for n in range(1, n_max + 1):
-            batches.extend(all_tokens(k, n))
-    else:
-        by: dict[int, list] = {}
-        for w in words or []:
-            by.setdefault(len(w), []).append([hm1.alphabet.index(s) + 1 for s in w])
-        batches = [np.array(v, dtype=np.int64) for v in by.values()]
-    cnt = 0
-    for tok in batches:
-        x1, x2 = e1.run(tok).x, e2.run(tok).x
-        a = _obj(x1.num[:, 1:, coords1]) * x2.den
-        b = _obj(x2.num[:, 1:, coords2]) * x1.den
-        ne = np.any(a != b, axis=(1, 2))
-        cnt += len(tok)
-        if ne.any():
-            b0 = int(np.argmax(ne))
-            return False, tuple(hm1.alphabet[t - 1] for t in tok[b0]), cnt
-    return True, None, cnt

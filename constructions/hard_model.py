@@ -19,7 +19,7 @@ import numpy as np
 
 from .errors import ModelFormatError
 from .positional import PEFeature, family_value
-from .transformer import MLP, Block, Head, Transformer
+from .transformer import MLP, Block, Head, ResidualLayerNorm, Transformer
 
 ONE = "__one__"
 POS = "__pos__"
@@ -61,10 +61,38 @@ class MLPSpec:
     b2: np.ndarray
 
 
+#: where a layer norm acts inside a layer: before the heads (pre-norm of attention), after the
+#: heads' residual add (post-norm of attention, then pre-norm of the MLP) or after the MLPs
+LN_POINTS = ("before_heads", "after_heads", "after_mlps")
+
+
+@dataclass
+class LNSpec:
+    """A layer norm sublayer with exact parameters (THEORY §6, docs/models.md "Layer norm").
+
+    ``x[target] ← γ ⊙ (x[coords] − μ)/√(v + eps) + β`` at every position (BOS included), with
+    ``μ``, ``v`` the mean and (biased) variance of ``x[coords]``; ``coords``, ``target``: residual
+    indices of equal length m (``target == coords`` for post-norm, disjoint for pre-norm, where
+    the heads or MLP read ``target``); ``gamma``, ``beta``: (m,) exact; ``eps`` > 0 exact;
+    ``point``: one of :data:`LN_POINTS`; ``sublayer``/``position``: as written in the file
+    ("attention"/"mlp"/"final", "pre"/"post")."""
+
+    name: str
+    coords: list[int]
+    target: list[int]
+    gamma: np.ndarray
+    beta: np.ndarray
+    eps: Fraction
+    point: str
+    sublayer: str = "attention"
+    position: str = "post"
+
+
 @dataclass
 class LayerSpec:
     heads: list[HeadSpec]
     mlps: list[MLPSpec]
+    lns: list[LNSpec] = field(default_factory=list)
 
 
 @dataclass
@@ -175,10 +203,21 @@ class HardModel:
     heads: list[list[CanonHead]]
     mlps: list[list[MLPSpec]]
     outputs: list[OutputSpec]
+    lns: list[list[LNSpec]] = field(default_factory=list)
 
     @property
     def d(self) -> int:
         return len(self.labels)
+
+    @property
+    def has_layernorm(self) -> bool:
+        return any(self.lns)
+
+    def lns_at(self, layer: int, point: str) -> list[LNSpec]:
+        """The layer norms of ``layer`` at ``point`` (one of :data:`LN_POINTS`), in order."""
+        if layer >= len(self.lns):
+            return []
+        return [ln for ln in self.lns[layer] if ln.point == point]
 
     @property
     def n_layers(self) -> int:
@@ -250,12 +289,17 @@ class HardModel:
         """The float :class:`Transformer` (weights are the nearest doubles; ``scale`` folded into
         ``W_Q`` in float).  ``meta["hard_model"]`` is this object."""
         heads_blocks = []
-        for hs, ms in zip(self.heads, self.mlps):
+        for li, (hs, ms) in enumerate(zip(self.heads, self.mlps)):
+            pre = [_float_ln(ln) for ln in self.lns_at(li, "before_heads")]
+            if pre:
+                heads_blocks.append(Block(heads=[], mlps=pre))
             heads = [Head(name=h.name, W_Q=_to_float(h.W_Q * h.scale), W_K=_to_float(h.W_K),
                           W_V=_to_float(h.W_V), W_O=_to_float(h.W_O), mask=h.mask, rule=h.rule, node=h.name)
                      for h in hs]
             mlps = [MLP(name=m.name, W1=_to_float(m.W1), b1=_to_float(m.b1), W2=_to_float(m.W2),
                         b2=_to_float(m.b2), nodes=()) for m in ms]
+            mlps = ([_float_ln(ln) for ln in self.lns_at(li, "after_heads")] + mlps
+                    + [_float_ln(ln) for ln in self.lns_at(li, "after_mlps")])
             heads_blocks.append(Block(heads=heads, mlps=mlps))
         outs = [self.labels[c] for o in self.outputs for c in o.coords]
         pe_name = ", ".join(f"{self.labels[_first_nz(f.vector)]}~{f.describe()}" for f in self.features) or "none"
@@ -275,6 +319,12 @@ class HardModel:
             return [ix[s] for s in word]
         except KeyError as e:
             raise ModelFormatError(f"symbol {e.args[0]!r} is not in the model's alphabet {list(self.alphabet)}") from None
+
+
+def _float_ln(ln: LNSpec) -> ResidualLayerNorm:
+    return ResidualLayerNorm(name=ln.name, coords=np.array(ln.coords, dtype=np.int64),
+                             target=np.array(ln.target, dtype=np.int64), gamma=_to_float(ln.gamma),
+                             beta=_to_float(ln.beta), eps=float(ln.eps))
 
 
 def _first_nz(v) -> int:
@@ -363,7 +413,8 @@ def canonicalize(spec: ModelSpec) -> HardModel:
         mlps.append([MLPSpec(name=m.name, W1=_pad_rows(m.W1, d), b1=m.b1, W2=_pad_cols(m.W2, d),
                              b2=np.concatenate([m.b2, zeros(d - len(m.b2))])) for m in L.mlps])
     return HardModel(spec=spec, alphabet=spec.alphabet, labels=labels, token_embedding=E, features=features,
-                     table=table, heads=heads, mlps=mlps, outputs=list(spec.outputs))
+                     table=table, heads=heads, mlps=mlps, outputs=list(spec.outputs),
+                     lns=[list(L.lns) for L in spec.layers])
 
 
 def _pad_rows(A: np.ndarray, d: int) -> np.ndarray:

@@ -19,6 +19,7 @@ File layout (JSON object; unknown fields are errors, so typos are caught)::
       "positional": {"features": [FEATURE...], "table": MATRIX (T+1, d)},   # optional
       "layers": [ {"heads": [HEAD...], "mlp": [MLP...]} ...],
       "outputs": [OUTPUT...],                             # required, non-empty
+      "final_layernorm": LN,                              # optional: after the last layer
       "inv_tau": NUMBER                                   # optional: default 1/τ for `run`
     }
 
@@ -39,6 +40,14 @@ File layout (JSON object; unknown fields are errors, so typos are caught)::
   query row attends to BOS only.
 * ``MLP`` — ``{"name", "W1" (d,h), "b1" (h), "W2" (h,d), "b2" (d)}``: ``x ← x + relu(x W1 + b1) W2 + b2``;
   a layer's ``mlp`` is a list applied in order (a single object is accepted).
+* ``LN`` (a layer's ``"layernorm"``: one object or a list) — ``{"name", "sublayer": "attention"|"mlp",
+  "position": "pre"|"post", "gamma" (m), "beta" (m), "eps" (> 0), "coordinates" (m; default every
+  coordinate of the file), "target" (m; pre-norm only, required, disjoint from "coordinates")}``:
+  ``x[target] ← γ ⊙ (x[coords] − μ)/√(v + eps) + β`` at every position, BOS included (biased
+  variance v, as ``torch.nn.LayerNorm``).  Post-norm normalises in place (attention: after the
+  heads' residual add; mlp: after the MLPs); pre-norm writes the normalised copy into ``target``
+  (attention: before the heads; mlp: after the heads), where the sublayer reads it.
+  ``final_layernorm`` has no sublayer/position and acts after the last layer.
 * ``OUTPUT`` — ``{"name", "type": "boolean"|"categorical"|"numerical", "coordinate" |
   "coordinates", "threshold" (boolean, default 1/2), "classes" (categorical), "at":
   "all"|"first"|"last"}``.
@@ -66,233 +75,32 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import math
 import os
 import re
 from fractions import Fraction
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from .errors import ModelFormatError
+from .hard_model import LN_POINTS, ONE, POS, HeadSpec, LayerSpec, LNSpec, MLPSpec, ModelSpec, OutputSpec, zeros
 from .jsonfile import read_json_file
-from .hard_model import ONE, POS, HeadSpec, LayerSpec, MLPSpec, ModelSpec, OutputSpec, zeros
+from .modelvalues import MAX_ENTRIES, Ctx, array, check_keys, exact, index
 from .positional import PE_FAMILIES, PEFeature
 from .transformer import MASKS, RULES
 
 FORMAT = "softhard-model"
 VERSION = 1
-#: largest d_model and number of entries of a declared (sparse) array: an exact object array holds a
-#: pointer per entry (2^24 entries: 128 MiB); dense lists and npz arrays are bounded by their file
-MAX_ENTRIES = 1 << 24
-#: largest decimal exponent of a number written as a string ("1e-300"): 10^10000 is a 33000-bit integer,
-#: 10^(10^9) would take minutes and gigabytes to build exactly
-MAX_EXPONENT = 10_000
-_EXPONENT = re.compile(r"[eE]\s*([+-]?\d+)\s*$")
 OUTPUT_TYPES = ("boolean", "categorical", "numerical")
 OUTPUT_AT = ("all", "first", "last")
 
 
-# ---------------------------------------------------------------------------------------------
-# parsing and validation
-
-
-class _Ctx:
-    """Parsing context: the file name (for messages), residual labels, the npz archive."""
-
-    def __init__(self, path: str, npz: dict | None):
-        self.path = path
-        self.npz = npz
-        self.used: set[str] = set()
-        self.labels: list[str] = []
-        self.alphabet: tuple[str, ...] = ()
-
-    def err(self, where: str, msg: str) -> ModelFormatError:
-        return ModelFormatError(f"{self.path}: {where}: {msg}")
-
-
-def _exact(x, ctx: _Ctx, where: str) -> Fraction:
-    """The exact value of a number field; its nearest double (what the float runtime uses) must be
-    finite, so ``10**400`` or ``"1e400"`` is an error here, not an OverflowError in a run."""
-    f = _exact_value(x, ctx, where)
-    try:
-        float(f)
-    except OverflowError:
-        shown = x if not isinstance(x, int) or abs(x) < 10**30 else f"about 10^{len(str(abs(x))) - 1}"
-        raise ctx.err(where, f"{shown} is beyond the float64 range (magnitude below about 1.8e308): the float "
-                             f"runtime holds every weight as its nearest double") from None
-    return f
-
-
-def _exact_value(x, ctx: _Ctx, where: str) -> Fraction:
-    if isinstance(x, bool) or x is None:
-        raise ctx.err(where, f"expected a number, got {json.dumps(x)}")
-    if isinstance(x, int):
-        return Fraction(x)
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            raise ctx.err(where, f"contains a non-finite number ({x}): NaN and infinities are not allowed")
-        return Fraction(x)
-    if isinstance(x, str):
-        s = x.strip()
-        if s.lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity"):
-            raise ctx.err(where, f"contains a non-finite number ({s}): NaN and infinities are not allowed")
-        m = _EXPONENT.search(s)
-        if m and abs(int(m.group(1))) > MAX_EXPONENT:
-            raise ctx.err(where, f"{x!r}: decimal exponent beyond +-{MAX_EXPONENT}")
-        try:
-            return Fraction(s)
-        except (ValueError, ZeroDivisionError):
-            raise ctx.err(where, f"{x!r} is not a number (use a JSON number or an exact rational like \"1/3\")") from None
-    raise ctx.err(where, f"expected a number, got {type(x).__name__}")
-
-
-def _index(x, axis: str, size: int, ctx: _Ctx, where: str) -> int:
-    """An index on ``axis`` ("residual", "token" or "plain"): int, or a label/symbol."""
-    if isinstance(x, bool):
-        raise ctx.err(where, f"index {x!r} is not an integer or label")
-    if isinstance(x, int):
-        if not 0 <= x < size:
-            raise ctx.err(where, f"index {x} is out of range [0, {size})")
-        return x
-    if isinstance(x, str):
-        if axis == "residual":
-            if x not in ctx.labels:
-                raise ctx.err(where, f"{x!r} is not a residual label (labels: {', '.join(ctx.labels)})")
-            k, what = ctx.labels.index(x), "coordinate"
-        elif axis == "token":
-            if x != "BOS" and x not in ctx.alphabet:
-                raise ctx.err(where, f"{x!r} is neither BOS nor a symbol of the alphabet")
-            k, what = (0 if x == "BOS" else ctx.alphabet.index(x) + 1), "row"
-        else:
-            raise ctx.err(where, f"index {x!r} must be an integer")
-        if not k < size:
-            raise ctx.err(where, f"{x!r} is {what} {k}, outside the declared size {size}")
-        return k
-    raise ctx.err(where, f"index {x!r} must be an integer" + (" or a label" if axis != "plain" else ""))
-
-
-def _check_shape(got_shape: tuple, shape: tuple, axes: tuple, ctx: _Ctx, where: str) -> None:
-    """An array's shape against the expected one (``None``: free)."""
-    for k, (got, want) in enumerate(zip(got_shape, shape)):
-        if want is not None and got != want:
-            dim = ("rows", "columns")[k] if len(got_shape) == 2 else "entries"
-            hint = " (d_model)" if axes[k] == "residual" else ""
-            raise ctx.err(where, f"expected {want} {dim}{hint}, got {got} (shape {tuple(got_shape)})")
-
-
-def _check_declared(declared: list[int], shape: tuple, axes: tuple, ctx: _Ctx, where: str, field: str) -> None:
-    """A sparse array's declared shape, before anything is allocated: as expected, and at most
-    :data:`MAX_ENTRIES` entries."""
-    _check_shape(tuple(declared), shape, axes, ctx, where)
-    if math.prod(declared) > MAX_ENTRIES:
-        raise ctx.err(where + field, f"declares {' x '.join(map(str, declared))} entries, more than this reader's "
-                                     f"limit of {MAX_ENTRIES} (2^24) per array")
-
-
-def _array(obj, ctx: _Ctx, where: str, ndim: int, shape: tuple, axes: tuple = ("plain", "plain")) -> np.ndarray:
-    """Parse a MATRIX (ndim 2) or VECTOR (ndim 1) into an exact object array.
-
-    ``shape``: expected sizes (None = free).  Raises :class:`ModelFormatError` naming ``where``.
-    """
-    what = "matrix" if ndim == 2 else "vector"
-    if isinstance(obj, str) and obj.startswith("npz:"):
-        name = obj[4:]
-        if ctx.npz is None:
-            raise ctx.err(where, f"refers to {obj!r} but the file names no \"arrays\" archive")
-        if name not in ctx.npz:
-            raise ctx.err(where, f"array {name!r} is not in the archive (has: {', '.join(sorted(ctx.npz)) or 'none'})")
-        ctx.used.add(name)
-        a = np.asarray(ctx.npz[name])
-        if a.dtype.kind not in "fiub":
-            raise ctx.err(where, f"array {name!r} has non-numeric dtype {a.dtype}")
-        if a.ndim != ndim:
-            raise ctx.err(where, f"expected a {ndim}-d array, got shape {a.shape}")
-        a = a.astype(np.float64)
-        if not np.all(np.isfinite(a)):
-            bad = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
-            raise ctx.err(where, f"contains a non-finite number at {list(bad)}: NaN and infinities are not allowed")
-        out = np.array([Fraction(float(x)) for x in a.ravel()], dtype=object).reshape(a.shape)
-    elif isinstance(obj, dict):
-        keys = set(obj)
-        if ndim == 2:
-            allowed = {"shape", "entries"}
-            if keys - allowed or "shape" not in obj:
-                raise ctx.err(where, "a sparse matrix is {\"shape\": [rows, cols], \"entries\": [[i, j, value], ...]}")
-            shp = obj["shape"]
-            if (not isinstance(shp, list) or len(shp) != 2
-                    or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shp)):
-                raise ctx.err(where + ".shape", f"expected [rows, cols] (non-negative integers), got {json.dumps(shp)}")
-            _check_declared(shp, shape, axes, ctx, where, ".shape")
-            out = zeros(tuple(shp))
-            ents = obj.get("entries", [])
-            if not isinstance(ents, list):
-                raise ctx.err(where + ".entries", "expected a list of [i, j, value]")
-            for t, e in enumerate(ents):
-                w = f"{where}.entries[{t}]"
-                if not isinstance(e, list) or len(e) != 3:
-                    raise ctx.err(w, "expected [i, j, value]")
-                i = _index(e[0], axes[0], shp[0], ctx, w)
-                j = _index(e[1], axes[1], shp[1], ctx, w)
-                out[i, j] = _exact(e[2], ctx, w)
-        else:
-            allowed = {"size", "entries"}
-            if keys - allowed or "size" not in obj:
-                raise ctx.err(where, "a sparse vector is {\"size\": s, \"entries\": [[i, value], ...]}")
-            sz = obj["size"]
-            if not isinstance(sz, int) or isinstance(sz, bool) or sz < 0:
-                raise ctx.err(where + ".size", f"expected a non-negative integer, got {json.dumps(sz)}")
-            _check_declared([sz], shape, axes, ctx, where, ".size")
-            out = zeros(sz)
-            ents = obj.get("entries", [])
-            if not isinstance(ents, list):
-                raise ctx.err(where + ".entries", "expected a list of [i, value]")
-            for t, e in enumerate(ents):
-                w = f"{where}.entries[{t}]"
-                if not isinstance(e, list) or len(e) != 2:
-                    raise ctx.err(w, "expected [i, value]")
-                i = _index(e[0], axes[0], sz, ctx, w)
-                out[i] = _exact(e[1], ctx, w)
-    elif isinstance(obj, list):
-        if ndim == 1:
-            out = np.array([_exact(x, ctx, f"{where}[{i}]") for i, x in enumerate(obj)] or [], dtype=object)
-            out = out.reshape(len(obj))
-        else:
-            rows = []
-            width = None
-            for i, r in enumerate(obj):
-                if not isinstance(r, list):
-                    raise ctx.err(f"{where}[{i}]", f"expected a row (list of numbers), got {type(r).__name__}")
-                if width is None:
-                    width = len(r)
-                elif len(r) != width:
-                    raise ctx.err(f"{where}[{i}]", f"row has {len(r)} entries, row 0 has {width} (ragged matrix)")
-                rows.append([_exact(x, ctx, f"{where}[{i}][{j}]") for j, x in enumerate(r)])
-            out = zeros((len(rows), width or 0))
-            for i, r in enumerate(rows):
-                for j, x in enumerate(r):
-                    out[i, j] = x
-    else:
-        raise ctx.err(where, f"expected a {what} (nested list, \"npz:NAME\" or sparse object), got "
-                             f"{type(obj).__name__}")
-    _check_shape(out.shape, shape, axes, ctx, where)
-    return out
-
-
-def _check_keys(obj: dict, allowed: Sequence[str], ctx: _Ctx, where: str, required: Sequence[str] = ()) -> None:
-    if not isinstance(obj, dict):
-        raise ctx.err(where, f"expected an object, got {type(obj).__name__}")
-    for k in obj:
-        if k not in allowed:
-            raise ctx.err(where, f"unknown field {k!r} (expected one of: {', '.join(allowed)})")
-    for k in required:
-        if k not in obj:
-            raise ctx.err(where, f"missing required field {k!r}")
-
-
 _TOP = ("format", "version", "name", "description", "alphabet", "d_model", "residual", "n_layers", "arrays",
-        "token_embedding", "positional", "layers", "outputs", "inv_tau")
+        "token_embedding", "positional", "layers", "outputs", "inv_tau", "final_layernorm")
+_LN = ("name", "sublayer", "position", "gamma", "beta", "eps", "coordinates", "target")
+#: (sublayer, position) -> where the norm acts in the layer, and its order at that point
+_LN_POINT = {("attention", "pre"): ("before_heads", 0), ("attention", "post"): ("after_heads", 0),
+             ("mlp", "pre"): ("after_heads", 1), ("mlp", "post"): ("after_mlps", 0)}
 _HEAD = ("name", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O", "scale", "mask", "rule")
 _MLP = ("name", "W1", "b1", "W2", "b2")
 _OUT = ("name", "type", "coordinate", "coordinates", "threshold", "classes", "at")
@@ -307,8 +115,8 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
     wrong shapes, NaN/infinite entries, an unknown positional family, an unknown mask or rule,
     more layers than ``n_layers`` declares, unreferenced archive arrays.
     """
-    ctx = _Ctx(path, npz)
-    _check_keys(doc, _TOP, ctx, "<top>", required=("format", "version", "alphabet", "d_model", "token_embedding",
+    ctx = Ctx(path, npz)
+    check_keys(doc, _TOP, ctx, "<top>", required=("format", "version", "alphabet", "d_model", "token_embedding",
                                                   "layers", "outputs"))
     if doc["format"] != FORMAT:
         raise ctx.err("format", f"expected {FORMAT!r}, got {doc['format']!r}")
@@ -342,19 +150,19 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
         if s in (ONE, POS):
             raise ctx.err("residual", f"label {s!r} is reserved")
     ctx.labels = list(labels)
-    E = _array(doc["token_embedding"], ctx, "token_embedding", 2, (len(alph) + 1, d), ("token", "residual"))
+    E = array(doc["token_embedding"], ctx, "token_embedding", 2, (len(alph) + 1, d), ("token", "residual"))
     # positional
     features: list[PEFeature] = []
     table = None
     pos = doc.get("positional")
     if pos is not None:
-        _check_keys(pos, ("features", "table"), ctx, "positional")
+        check_keys(pos, ("features", "table"), ctx, "positional")
         feats = pos.get("features", [])
         if not isinstance(feats, list):
             raise ctx.err("positional.features", "expected a list")
         for i, fo in enumerate(feats):
             w = f"positional.features[{i}]"
-            _check_keys(fo, _FEAT, ctx, w, required=("family",))
+            check_keys(fo, _FEAT, ctx, w, required=("family",))
             fam = fo["family"]
             if fam not in PE_FAMILIES:
                 raise ctx.err(w + ".family", f"unknown positional family {fam!r} (known: {', '.join(PE_FAMILIES)})")
@@ -363,11 +171,11 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
             if "vector" in fo:
                 if "coefficient" in fo:
                     raise ctx.err(w + ".coefficient", "only with \"coordinate\"")
-                vec = _array(fo["vector"], ctx, w + ".vector", 1, (d,), ("residual",))
+                vec = array(fo["vector"], ctx, w + ".vector", 1, (d,), ("residual",))
             else:
-                c = _index(fo["coordinate"], "residual", d, ctx, w + ".coordinate")
+                c = index(fo["coordinate"], "residual", d, ctx, w + ".coordinate")
                 vec = zeros(d)
-                vec[c] = _exact(fo.get("coefficient", 1), ctx, w + ".coefficient")
+                vec[c] = exact(fo.get("coefficient", 1), ctx, w + ".coefficient")
             fn, omega, over_n = "", Fraction(0), False
             if fam == "sinusoidal":
                 fn = fo.get("fn")
@@ -375,7 +183,7 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
                     raise ctx.err(w + ".fn", f"expected \"sin\" or \"cos\", got {json.dumps(fn)}")
                 if "omega" not in fo:
                     raise ctx.err(w, "missing required field 'omega' (sinusoidal frequency)")
-                omega = _exact(fo["omega"], ctx, w + ".omega")
+                omega = exact(fo["omega"], ctx, w + ".omega")
                 over_n = fo.get("over_n", False)
                 if not isinstance(over_n, bool):
                     raise ctx.err(w + ".over_n", "expected true or false")
@@ -385,7 +193,7 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
                         raise ctx.err(w + "." + k, f"only for the sinusoidal family, not {fam!r}")
             features.append(PEFeature(family=fam, vector=vec, fn=fn, omega=omega, over_n=over_n))
         if "table" in pos:
-            table = _array(pos["table"], ctx, "positional.table", 2, (None, d), ("plain", "residual"))
+            table = array(pos["table"], ctx, "positional.table", 2, (None, d), ("plain", "residual"))
             if table.shape[0] < 2:
                 raise ctx.err("positional.table", "needs at least 2 rows (BOS and position 1)")
     # layers
@@ -405,31 +213,31 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
     names: set[str] = set()
     for li, lo in enumerate(layers_doc):
         w = f"layers[{li}]"
-        _check_keys(lo, ("heads", "mlp"), ctx, w)
+        check_keys(lo, ("heads", "mlp", "layernorm"), ctx, w)
         hl = lo.get("heads", [])
         if not isinstance(hl, list):
             raise ctx.err(w + ".heads", "expected a list of heads")
         heads = []
         for hi, ho in enumerate(hl):
             hw = f"{w}.heads[{hi}]"
-            _check_keys(ho, _HEAD, ctx, hw, required=("W_Q", "W_K", "W_V", "W_O"))
+            check_keys(ho, _HEAD, ctx, hw, required=("W_Q", "W_K", "W_V", "W_O"))
             name = ho.get("name", f"L{li}.H{hi}")
             if not isinstance(name, str) or not name:
                 raise ctx.err(hw + ".name", "expected a non-empty string")
             if name in names:
                 raise ctx.err(hw + ".name", f"head name {name!r} is used twice")
             names.add(name)
-            WQ = _array(ho["W_Q"], ctx, hw + ".W_Q", 2, (d, None), ("residual", "plain"))
+            WQ = array(ho["W_Q"], ctx, hw + ".W_Q", 2, (d, None), ("residual", "plain"))
             k = WQ.shape[1]
-            WK = _array(ho["W_K"], ctx, hw + ".W_K", 2, (d, k), ("residual", "plain"))
-            WV = _array(ho["W_V"], ctx, hw + ".W_V", 2, (d, None), ("residual", "plain"))
+            WK = array(ho["W_K"], ctx, hw + ".W_K", 2, (d, k), ("residual", "plain"))
+            WV = array(ho["W_V"], ctx, hw + ".W_V", 2, (d, None), ("residual", "plain"))
             dv = WV.shape[1]
-            WO = _array(ho["W_O"], ctx, hw + ".W_O", 2, (dv, d), ("plain", "residual"))
-            bq = _array(ho["b_Q"], ctx, hw + ".b_Q", 1, (k,)) if "b_Q" in ho else None
-            bk = _array(ho["b_K"], ctx, hw + ".b_K", 1, (k,)) if "b_K" in ho else None
-            bv = _array(ho["b_V"], ctx, hw + ".b_V", 1, (dv,)) if "b_V" in ho else None
-            bo = _array(ho["b_O"], ctx, hw + ".b_O", 1, (d,), ("residual",)) if "b_O" in ho else None
-            scale = _exact(ho.get("scale", 1), ctx, hw + ".scale")
+            WO = array(ho["W_O"], ctx, hw + ".W_O", 2, (dv, d), ("plain", "residual"))
+            bq = array(ho["b_Q"], ctx, hw + ".b_Q", 1, (k,)) if "b_Q" in ho else None
+            bk = array(ho["b_K"], ctx, hw + ".b_K", 1, (k,)) if "b_K" in ho else None
+            bv = array(ho["b_V"], ctx, hw + ".b_V", 1, (dv,)) if "b_V" in ho else None
+            bo = array(ho["b_O"], ctx, hw + ".b_O", 1, (d,), ("residual",)) if "b_O" in ho else None
+            scale = exact(ho.get("scale", 1), ctx, hw + ".scale")
             if scale <= 0:
                 raise ctx.err(hw + ".scale", f"must be > 0 (it multiplies the scores), got {scale}")
             mask = ho.get("mask", "none")
@@ -448,17 +256,35 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
         mlps = []
         for mi, mo in enumerate(ml):
             mw = f"{w}.mlp[{mi}]"
-            _check_keys(mo, _MLP, ctx, mw, required=("W1", "W2"))
+            check_keys(mo, _MLP, ctx, mw, required=("W1", "W2"))
             name = mo.get("name", f"mlp{mi}")
             if not isinstance(name, str) or not name:
                 raise ctx.err(mw + ".name", "expected a non-empty string")
-            W1 = _array(mo["W1"], ctx, mw + ".W1", 2, (d, None), ("residual", "plain"))
+            W1 = array(mo["W1"], ctx, mw + ".W1", 2, (d, None), ("residual", "plain"))
             h = W1.shape[1]
-            b1 = _array(mo["b1"], ctx, mw + ".b1", 1, (h,)) if "b1" in mo else zeros(h)
-            W2 = _array(mo["W2"], ctx, mw + ".W2", 2, (h, d), ("plain", "residual"))
-            b2 = _array(mo["b2"], ctx, mw + ".b2", 1, (d,), ("residual",)) if "b2" in mo else zeros(d)
+            b1 = array(mo["b1"], ctx, mw + ".b1", 1, (h,)) if "b1" in mo else zeros(h)
+            W2 = array(mo["W2"], ctx, mw + ".W2", 2, (h, d), ("plain", "residual"))
+            b2 = array(mo["b2"], ctx, mw + ".b2", 1, (d,), ("residual",)) if "b2" in mo else zeros(d)
             mlps.append(MLPSpec(name=name, W1=W1, b1=b1, W2=W2, b2=b2))
-        layers.append(LayerSpec(heads=heads, mlps=mlps))
+        lnl = lo.get("layernorm", [])
+        if isinstance(lnl, dict):
+            lnl = [lnl]
+        if not isinstance(lnl, list):
+            raise ctx.err(w + ".layernorm", "expected a layer-norm object or a list of them")
+        lns = [_layernorm(lno, ctx, f"{w}.layernorm[{k}]", d, f"L{li}.ln{k}", final=False)
+               for k, lno in enumerate(lnl)]
+        seen = {}
+        for ln in lns:
+            key = (ln.sublayer, ln.position)
+            if key in seen:
+                raise ctx.err(f"{w}.layernorm", f"two layer norms for the {ln.sublayer} sublayer in position {ln.position}")
+            seen[key] = ln
+        lns.sort(key=lambda ln: (LN_POINTS.index(ln.point), _LN_POINT[(ln.sublayer, ln.position)][1]))
+        layers.append(LayerSpec(heads=heads, mlps=mlps, lns=lns))
+    if "final_layernorm" in doc:
+        if not layers:
+            raise ctx.err("final_layernorm", "needs at least one layer")
+        layers[-1].lns.append(_layernorm(doc["final_layernorm"], ctx, "final_layernorm", d, "final_ln", final=True))
     # outputs
     outs_doc = doc["outputs"]
     if not isinstance(outs_doc, list) or not outs_doc:
@@ -467,7 +293,7 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
     onames = set()
     for oi, oo in enumerate(outs_doc):
         w = f"outputs[{oi}]"
-        _check_keys(oo, _OUT, ctx, w, required=("name", "type"))
+        check_keys(oo, _OUT, ctx, w, required=("name", "type"))
         name = oo["name"]
         if not isinstance(name, str) or not name or name in onames:
             raise ctx.err(w + ".name", "expected a non-empty, unique string")
@@ -481,7 +307,7 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
             cl = oo["coordinates"]
             if not isinstance(cl, list) or len(cl) < 2:
                 raise ctx.err(w + ".coordinates", "expected a list of at least 2 coordinates")
-            coords = [_index(c, "residual", d, ctx, f"{w}.coordinates[{t}]") for t, c in enumerate(cl)]
+            coords = [index(c, "residual", d, ctx, f"{w}.coordinates[{t}]") for t, c in enumerate(cl)]
             classes = oo.get("classes", [str(c) for c in cl])
             if not isinstance(classes, list) or len(classes) != len(coords):
                 raise ctx.err(w + ".classes", f"expected {len(coords)} class names")
@@ -492,12 +318,12 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
         else:
             if "coordinate" not in oo or "coordinates" in oo:
                 raise ctx.err(w, f"a {typ} output needs \"coordinate\" (one coordinate)")
-            coords = [_index(oo["coordinate"], "residual", d, ctx, w + ".coordinate")]
+            coords = [index(oo["coordinate"], "residual", d, ctx, w + ".coordinate")]
             classes = []
             if "classes" in oo:
                 raise ctx.err(w + ".classes", "only for categorical outputs")
             if typ == "boolean":
-                thr = _exact(oo.get("threshold", "1/2"), ctx, w + ".threshold")
+                thr = exact(oo.get("threshold", "1/2"), ctx, w + ".threshold")
             else:
                 if "threshold" in oo:
                     raise ctx.err(w + ".threshold", "only for boolean outputs")
@@ -508,7 +334,7 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
         outputs.append(OutputSpec(name=name, type=typ, coords=coords, threshold=thr, classes=classes, at=at))
     inv_tau = None
     if "inv_tau" in doc:
-        inv_tau = _exact(doc["inv_tau"], ctx, "inv_tau")
+        inv_tau = exact(doc["inv_tau"], ctx, "inv_tau")
         if inv_tau <= 0:
             raise ctx.err("inv_tau", f"must be > 0, got {inv_tau}")
     if npz is not None:
@@ -525,6 +351,57 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
     return ModelSpec(name=str(inlined["name"]), description=str(doc.get("description") or ""),
                      alphabet=tuple(alph), labels=list(labels), token_embedding=E, features=features, table=table,
                      layers=layers, outputs=outputs, inv_tau=inv_tau, doc=inlined, path=path, sha256=sha256)
+
+
+def _layernorm(lo, ctx: Ctx, w: str, d: int, default_name: str, *, final: bool) -> LNSpec:
+    """One layer-norm object (module docstring) as an :class:`LNSpec`."""
+    check_keys(lo, _LN, ctx, w, required=("eps",) if final else ("sublayer", "position", "eps"))
+    name = lo.get("name", default_name)
+    if not isinstance(name, str) or not name:
+        raise ctx.err(w + ".name", "expected a non-empty string")
+    if final:
+        for k in ("sublayer", "position"):
+            if k in lo:
+                raise ctx.err(w + "." + k, "the final layer norm acts after the last layer (no sublayer or position)")
+        sub, pos, point = "final", "post", "after_mlps"
+    else:
+        sub, pos = lo["sublayer"], lo["position"]
+        if sub not in ("attention", "mlp"):
+            raise ctx.err(w + ".sublayer", f"{sub!r} is not one of attention, mlp")
+        if pos not in ("pre", "post"):
+            raise ctx.err(w + ".position", f"{pos!r} is not one of pre, post")
+        point = _LN_POINT[(sub, pos)][0]
+    cl = lo.get("coordinates", list(range(d)))
+    if not isinstance(cl, list) or not cl:
+        raise ctx.err(w + ".coordinates", "expected a non-empty list of residual coordinates")
+    coords = [index(c, "residual", d, ctx, f"{w}.coordinates[{t}]") for t, c in enumerate(cl)]
+    if len(set(coords)) != len(coords):
+        raise ctx.err(w + ".coordinates", "a coordinate appears twice")
+    m = len(coords)
+    if pos == "pre" and not final:
+        if "target" not in lo:
+            raise ctx.err(w, "a pre-norm needs \"target\": the coordinates the normalised values are written to "
+                             "(the sublayer reads them; the residual itself is not normalised)")
+    if "target" in lo:
+        tl = lo["target"]
+        if not isinstance(tl, list) or len(tl) != m:
+            raise ctx.err(w + ".target", f"expected a list of {m} residual coordinates (one per normalised coordinate)")
+        target = [index(c, "residual", d, ctx, f"{w}.target[{t}]") for t, c in enumerate(tl)]
+        if len(set(target)) != m:
+            raise ctx.err(w + ".target", "a coordinate appears twice")
+        if pos == "pre" and set(target) & set(coords):
+            raise ctx.err(w + ".target", "a pre-norm's target must not overlap its coordinates")
+        if pos == "post" and not final and target != coords:
+            raise ctx.err(w + ".target", "a post-norm normalises its coordinates in place (omit \"target\")")
+    else:
+        target = list(coords)
+    gamma = array(lo["gamma"], ctx, w + ".gamma", 1, (m,)) if "gamma" in lo else np.full(m, Fraction(1), dtype=object)
+    beta = array(lo["beta"], ctx, w + ".beta", 1, (m,)) if "beta" in lo else zeros(m)
+    eps = exact(lo["eps"], ctx, w + ".eps")
+    if eps <= 0:
+        raise ctx.err(w + ".eps", f"must be > 0 (it keeps the normalisation Lipschitz), got {eps}")
+    return LNSpec(name=name, coords=coords, target=target, gamma=gamma, beta=beta, eps=eps, point=point,
+                  sublayer=sub, position=pos)
 
 
 def inline_arrays(doc, npz: dict):

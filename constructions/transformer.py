@@ -10,6 +10,7 @@ attention.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -112,6 +113,57 @@ class MLP:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return x + np.maximum(x @ self.W1 + self.b1, 0.0) @ self.W2 + self.b2
+
+
+@dataclass
+class ResidualLayerNorm:
+    """Layer norm of residual coordinates ``coords`` written into ``target`` (a sublayer of a block,
+    placed among its MLPs; the engine overwrites ``target`` with it):
+    ``x[target] ← gamma ⊙ (x[coords] − mean)/√(var + eps) + beta`` at every position (biased
+    variance, as ``torch.nn.LayerNorm``).  Shapes: ``coords``, ``target``, ``gamma``, ``beta``: (m,).
+    Not attention: the hard and the soft transformer share it.  docs/models.md "Layer norm"."""
+
+    name: str
+    coords: np.ndarray
+    target: np.ndarray
+    gamma: np.ndarray
+    beta: np.ndarray
+    eps: float
+    nodes: tuple[str, ...] = ()
+
+    def validate(self, d: int, where: str) -> None:
+        m = len(self.coords)
+        for nm in ("coords", "target", "gamma", "beta"):
+            a = getattr(self, nm)
+            if not isinstance(a, np.ndarray) or a.shape != (m,):
+                raise ModelFormatError(f"{where}.{nm}: expected shape ({m},)")
+        if m < 1 or np.any(self.coords < 0) or np.any(self.coords >= d) or np.any(self.target < 0) \
+                or np.any(self.target >= d):
+            raise ModelFormatError(f"{where}: coordinates must be residual indices below {d}")
+        if not (np.all(np.isfinite(self.gamma)) and np.all(np.isfinite(self.beta))):
+            raise ModelFormatError(f"{where}: gamma/beta contain NaN or infinite entries")
+        if not (math.isfinite(self.eps) and self.eps > 0):
+            raise ModelFormatError(f"{where}.eps: must be finite and > 0, got {self.eps!r}")
+
+    def reads(self) -> list[int]:
+        """Residual coordinates the layer norm reads."""
+        return [int(c) for c in self.coords]
+
+    def normalise(self, cols: list[np.ndarray]) -> list[np.ndarray]:
+        """The m normalised columns (each ``(B, N)``) of the columns ``cols`` of ``x[coords]``."""
+        X = np.stack(cols, axis=0)
+        mu = X.mean(axis=0)
+        c = X - mu
+        var = (c * c).mean(axis=0)
+        r = 1.0 / np.sqrt(var + self.eps)
+        return [c[k] * r * self.gamma[k] + self.beta[k] for k in range(len(cols))]
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        out = x.copy()
+        ys = self.normalise([x[..., int(c)] for c in self.coords])
+        for t, y in zip(self.target, ys):
+            out[..., int(t)] = y
+        return out
 
 
 @dataclass

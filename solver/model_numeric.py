@@ -17,7 +17,8 @@ import numpy as np
 import sympy as sp
 
 from ..bounds.derive import evaluate
-from ..constructions.exact import ExactEngine, to_float
+from ..constructions.exact import to_float
+from ..constructions.exact_balls import exact_engine
 from ..constructions.gaps import GapReport, all_tokens, read_rows
 from ..constructions.words import count_words
 from ..constructions.engine import forward
@@ -75,7 +76,7 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
     differs on any other output is counted in ``mismatched_outputs_unguarded`` and is no failure:
     with ε ≥ margin the claim never said it would round equal."""
     hm: HardModel = c.model.meta["hard_model"]
-    eng = ExactEngine(hm)
+    eng = exact_engine(hm)
     labels = c.model.labels
     it_frac = Fraction(inv_tau)
     per_node: dict[str, list[dict]] = {v: [] for v in c.bounds}

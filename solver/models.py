@@ -52,11 +52,11 @@ from ..bounds.core import Bound, epsilon as epsilon_sym
 from ..bounds.params import Params
 from ..bounds.derive import NodeBound
 from ..constructions.errors import CertificateError, NotSimulable, ParameterError, RepresentationError
-from ..constructions.exact import ExactEngine
+from ..constructions.exact_balls import exact_engine, margin_at
 from ..constructions.gap_tasks import TASK_WORKERS
 from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS, GapReport,
-                                  HeadGap, OutputMargin, TieBreak, analyse_gaps, plan_tie_breaks, read_rows,
-                                  same_hard_outputs, tie_break)
+                                  HeadGap, LNVariance, OutputMargin, analyse_gaps, read_rows)
+from ..constructions.tie_breaks import TieBreak, plan_tie_breaks, same_hard_outputs, tie_break
 from ..constructions.hard_model import HardModel, ModelSpec
 from ..constructions.modelfile import doc_sha256, model_from_doc
 from ..constructions.words import count_words, word_count_text
@@ -104,16 +104,21 @@ class ModelAnalysis:
 
 
 def _source(spec: ModelSpec, n_max: int, epsilon: Fraction, betas: dict[str, Fraction],
-            premises: dict[str, HeadPremise]) -> dict:
-    return {"kind": "model", "model": spec.doc, "model_sha256": doc_sha256(spec.doc), "file": spec.path,
-            "file_sha256": spec.sha256, "n_max": n_max, "epsilon": frac(epsilon),
-            "tie_break": {k: frac(v) for k, v in sorted(betas.items())},
-            "premises": {k: {"gap": frac(p.gap), "ties_max": int(p.ties)} for k, p in premises.items()}}
+            premises: dict[str, HeadPremise], ln_premises: dict[str, Fraction | None]) -> dict:
+    src = {"kind": "model", "model": spec.doc, "model_sha256": doc_sha256(spec.doc), "file": spec.path,
+           "file_sha256": spec.sha256, "n_max": n_max, "epsilon": frac(epsilon),
+           "tie_break": {k: frac(v) for k, v in sorted(betas.items())},
+           "premises": {k: {"gap": frac(p.gap), "ties_max": int(p.ties)} for k, p in premises.items()}}
+    if ln_premises:
+        src["layernorm_premises"] = {k: {"variance_min": frac(v)} for k, v in ln_premises.items()}
+    return src
 
 
 def _construction(spec: ModelSpec, hm: HardModel, premises: dict[str, HeadPremise], n_max: int, epsilon: Fraction,
-                  betas: dict[str, Fraction]) -> tuple[Construction, ComposedBound]:
-    cb = composed_bound(hm, premises, n_max)
+                  betas: dict[str, Fraction], ln_premises: dict[str, Fraction | None] | None = None
+                  ) -> tuple[Construction, ComposedBound]:
+    ln_premises = ln_premises or {}
+    cb = composed_bound(hm, premises, n_max, ln_premises)
     L = hm.n_layers
     bounds = {}
     for o in hm.outputs:
@@ -123,7 +128,7 @@ def _construction(spec: ModelSpec, hm: HardModel, premises: dict[str, HeadPremis
         bounds[node] = NodeBound(node=node, operator="output", layer=L, formula=o.name, bound=b)
     nh = sum(len(h) for h in hm.heads)
     title = f"model {spec.name}: {L} layer(s), {nh} head(s), d = {hm.d}"
-    c = Construction(kind="model", source=_source(spec, n_max, epsilon, betas, premises), title=title,
+    c = Construction(kind="model", source=_source(spec, n_max, epsilon, betas, premises, ln_premises), title=title,
                      regime="model", params=Params(regime=None, beta=None, eta=None, epsilon=epsilon), graph=cb.graph, model=hm.transformer(), bounds=bounds)
     return c, cb
 
@@ -222,7 +227,8 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
     if use_margin:
         epsilon = epsilon_from_margin(rep)
     premises = {name: HeadPremise(g.gap, g.ties_max) for name, g in rep.heads.items()}
-    c, cb = _construction(spec, hm, premises, n_max, epsilon, betas)
+    ln_premises = {name: v.var for name, v in rep.layernorms.items()}
+    c, cb = _construction(spec, hm, premises, n_max, epsilon, betas, ln_premises)
     # only what the result depends on: an exhaustive analysis is fixed by the model and n_max
     used = {"method": "exhaustive"} if method == "exhaustive" else opts
     return c, ModelAnalysis(report=rep, report_before=before, tie_breaks=infos, hm_original=hm0, hm=hm, bound=cb,
@@ -256,7 +262,7 @@ def recheck_report(hm: HardModel, stored: dict, n_max: int, where: str) -> GapRe
     least the ties seen there; per output the margin is the exact margin there.  The words and
     lengths tried, the seed and the notes are copied (searched values: the search is not re-run).
     Raises :class:`CertificateError` (with the JSON path) for a malformed entry."""
-    eng = ExactEngine(hm)
+    eng = exact_engine(hm)
 
     def run(w):
         return eng.run(np.array([hm.encode(w)], dtype=np.int64))
@@ -289,21 +295,27 @@ def recheck_report(hm: HardModel, stored: dict, n_max: int, where: str) -> GapRe
                                            path=f"{where}.outputs[{i}].attained_by")
                 om.word, om.row, om.margin = at[0], at[1], _margin_at(o, run(at[0]), at[1])
             outputs[o.name] = om
+        lns = {}
+        lns_j = {v["layernorm"]: (i, v) for i, v in enumerate(stored.get("layernorms", []))}
+        for ln in (ln for lns_l in hm.lns for ln in lns_l):
+            i, j = lns_j[ln.name]
+            lv = LNVariance(name=ln.name)
+            at = _attaining(j["attained_by"], hm, n_max, f"{where}.layernorms[{i}].attained_by")
+            if at is not None:  # the word's smallest variance (the stored minimum is attained there)
+                v, _, row = run(at[0]).ln_var[ln.name]
+                lv.word, lv.row, lv.var = at[0], int(row), v
+            lns[ln.name] = lv
         return GapReport(method="searched", n_max=n_max, alphabet_size=len(hm.alphabet), words=stored["words"],
                          lengths=stored["lengths"], heads=heads, outputs=outputs, seed=stored["seed"],
-                         notes=stored["notes"])
+                         notes=stored["notes"], layernorms=lns)
     except KeyError as e:
         raise CertificateError(f"{where}: no stored searched value {e.args[0]!r}", path=where) from None
 
 
 def _margin_at(o, run, row: int) -> Fraction:
-    """Exact rounding margin of output ``o`` at ``row`` of a one-word exact run (as in the analysis)."""
-    x = run.x
-    vals = [Fraction(int(x.num[0, row, k]), x.den) for k in o.coords]
-    if o.type == "boolean":
-        return abs(vals[0] - o.threshold)
-    top = sorted(vals)
-    return (top[-1] - top[-2]) / 2
+    """Rounding margin of output ``o`` at ``row`` of a one-word exact run (as in the analysis; a
+    rigorous lower bound for a model with layer norms)."""
+    return margin_at(o, run, 0, row)
 
 
 # --------------------------------------------------------------------------------------------
@@ -352,6 +364,13 @@ def premises_json(an: ModelAnalysis, epsilon: Fraction) -> dict:
                           f"most {h.ties_max} tied maxima")
         j["status"] = status
         heads.append(j)
+    lns = []
+    for v in rep.layernorms.values():
+        j = v.to_json()
+        j["statement"] = (f"on every input of length n in [1, {rep.n_max}], at every position (BOS included) the "
+                          f"input of layer norm {v.name} has variance >= {frac(v.var)} (its local Lipschitz premise)")
+        j["status"] = status
+        lns.append(j)
     margins = []
     for o in rep.outputs.values():
         j = o.to_json()
@@ -361,7 +380,7 @@ def premises_json(an: ModelAnalysis, epsilon: Fraction) -> dict:
     return {
         "status": status, "method": rep.method, "n_max": rep.n_max, "words": rep.words,
         "alphabet_size": rep.alphabet_size, "total_words": count_words(rep.alphabet_size, rep.n_max),
-        "heads": heads, "output_margins": margins,
+        "heads": heads, "output_margins": margins, **({"layernorms": lns} if lns else {}),
         "tie_break": None if not an.tie_breaks else {
             "heads": [t.to_json() for t in an.tie_breaks],
             "gaps_before": {h.name: frac(h.gap) for h in (an.report_before.heads.values() if an.report_before else [])},

@@ -4,7 +4,8 @@ Commands: ``run`` (the hard and soft transformers on one word), ``bound`` (symbo
 and required temperatures), ``confirm`` (numeric confirmation of the bounds), ``certify`` and
 ``verify`` (solver-checked certificates, every input kind), ``gap`` (a model file's score gaps),
 ``hahn`` (Hahn's obstacle at a fixed temperature), ``plot`` (figures of certificates), ``tracr compile`` (a RASP
-program compiled by Tracr into the export format).  Exit status: 0 success, 1 a claim was refuted
+program compiled by Tracr into the export format), ``import-torch`` (a trained torch encoder as a model
+file), ``export`` (a construction as a TorchScript program).  Exit status: 0 success, 1 a claim was refuted
 or unknown / a check failed, 2 bad input (one-line message, no traceback).
 
 Layout: each command has two modules.
@@ -34,7 +35,7 @@ from types import ModuleType
 
 from ... import __version__
 from ...constructions.errors import SofthardError
-from . import bound, certify, confirm, gap, hahn, plot, run, tracr, verify
+from . import bound, certify, confirm, export, gap, hahn, import_torch, plot, run, tracr, verify
 from .options import (EXIT_BAD_INPUT, EXIT_INTERNAL, Parser, UsageErrors, attach_negative_values, one_line,
                       value_options)
 
@@ -50,6 +51,8 @@ COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "hahn": (hahn, "softhard.solver.cli.handlers.hahn"),
     "plot": (plot, "softhard.solver.cli.handlers.plot"),
     "tracr": (tracr, "softhard.solver.cli.handlers.tracr"),
+    "import-torch": (import_torch, "softhard.solver.cli.handlers.import_torch"),
+    "export": (export, "softhard.solver.cli.handlers.export"),
 }
 
 DESCRIPTION = ("softhard: when does softmax attention compute exactly what hard attention computes? Compiles "

@@ -14,7 +14,8 @@ import pytest
 from models_util import brute_force, uha_doc
 
 from softhard.constructions.exact import ExactEngine, output_values
-from softhard.constructions.gaps import analyse_gaps, plan_tie_breaks, same_hard_outputs, tie_break
+from softhard.constructions.gaps import analyse_gaps
+from softhard.constructions.tie_breaks import plan_tie_breaks, same_hard_outputs, tie_break
 from softhard.constructions.modelfile import load_model, parse_model
 from softhard.constructions.random_models import random_model_doc
 from softhard.solver.cli import main

@@ -8,7 +8,8 @@ import json
 
 from rich.table import Table
 
-from ....constructions.gaps import analyse_gaps, plan_tie_breaks, tie_break
+from ....constructions.gaps import analyse_gaps
+from ....constructions.tie_breaks import plan_tie_breaks, tie_break
 from ....constructions.modelfile import load_model
 from .console import fmt, progress, stdout_console
 

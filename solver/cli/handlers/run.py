@@ -14,8 +14,9 @@ from rich.table import Table
 from ....bounds.confirm import confirm
 from ....constructions.engine import forward
 from ....constructions.errors import ParameterError
-from ....constructions.exact import ExactEngine
-from ....constructions.gaps import analyse_gaps, plan_tie_breaks, tie_break
+from ....constructions.exact_balls import exact_engine
+from ....constructions.gaps import analyse_gaps
+from ....constructions.tie_breaks import plan_tie_breaks, tie_break
 from ....constructions.modelfile import load_model
 from ....constructions.parse import tokenize
 from ....constructions.semantics import truth
@@ -237,7 +238,7 @@ def run_tracr(args) -> int:
     lam = float(1 / args.tau) if args.tau is not None else tm.inv_tau_float
     tr = hm.transformer()
     o = hm.outputs[0]
-    x = ExactEngine(hm).run(np.array([hm.encode(word)], dtype=np.int64)).x
+    x = exact_engine(hm).run(np.array([hm.encode(word)], dtype=np.int64)).x
     hard = [[Fraction(int(v), x.den) for v in x.num[0, i, o.coords]] for i in range(1, len(word) + 1)]
     soft = forward(tr, tr.encode([word]), mode="soft", inv_tau=lam).x[0][1:, o.coords]
     rasp = next((e["rasp"] for e in tm.examples if e["input"] == list(word)), None)
