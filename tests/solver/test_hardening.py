@@ -302,3 +302,11 @@ def test_deeply_nested_model_file_is_bad_input(tmp_path, capsys):
     p.write_text(EXAMPLE.read_text())  # the example (depth <= 32) still loads
     assert main(["gap", "--model", str(p), "--n-max", "3", "--json"]) == 0
     capsys.readouterr()
+
+
+def test_confirm_random_count_is_bounded(capsys):
+    """Found by benchmarks/fuzz.py: ``confirm --random 101010101010101010`` drew that many lengths
+    up front (MemoryError, exit 3); --random is at most 10^6 (its lengths: 8 MB)."""
+    assert main(["confirm", "Y a", "--random", "101010101010101010"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--random must be <= 1000000" in err
