@@ -138,7 +138,7 @@ def _envelope(cert, rep: VerifyReport) -> bool:
         rep.add("<root>", "a certificate is a JSON object")
         return False
     sid, ver = cert.get("schema"), cert.get("schema_version")
-    if sid in OLD_SCHEMAS and ver == OLD_SCHEMAS[sid]:
+    if isinstance(sid, str) and sid in OLD_SCHEMAS and ver == OLD_SCHEMAS[sid]:  # any JSON value may be there
         rep.add("schema_version", f"schema {ver} certificate ({sid}); re-certify it with this version of softhard "
                                   f"(schema {SCHEMA_VERSION})")
         return False

@@ -3,8 +3,10 @@ inputs.  The parser only (light); the work: :mod:`softhard.solver.cli.handlers.c
 
 from __future__ import annotations
 
-from .options import add_formula_options, nonneg_int, positive_int, tau_option
+from .options import add_formula_options, int_option, nonneg_int, positive_int, tau_option
 
+#: most random words (their lengths are drawn up front, 8 bytes each)
+MAX_RANDOM_WORDS = 10**6
 #: default budget of ``--max-positions`` (exhaustive + random + adversarial positions)
 DEFAULT_MAX_POSITIONS = 10**8
 
@@ -19,7 +21,8 @@ def add_arguments(p) -> None:
     p.add_argument("--n-max", type=positive_int("--n-max"), default=1000, help="longest random/adversarial word")
     p.add_argument("--exhaustive-len", type=nonneg_int("--exhaustive-len"), default=10,
                    help="all words up to this length (default 10)")
-    p.add_argument("--random", type=nonneg_int("--random"), default=1000, help="number of random words (default 1000)")
+    p.add_argument("--random", type=int_option("--random", 0, maximum=MAX_RANDOM_WORDS), default=1000,
+                   help=f"number of random words (default 1000, at most {MAX_RANDOM_WORDS})")
     p.add_argument("--seed", type=nonneg_int("--seed"), default=0, help="random seed (>= 0)")
     p.add_argument("--max-positions", type=positive_int("--max-positions"), default=DEFAULT_MAX_POSITIONS,
                    help="refuse a run over more word positions than this, estimated before it starts (exhaustive + "

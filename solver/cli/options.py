@@ -83,8 +83,9 @@ def attach_negative_values(takes_value: set[str], argv: list[str]) -> list[str]:
 # argument types
 
 
-def int_option(name: str, minimum: int, why: str = ""):
-    """argparse type: an integer ``>= minimum`` (a one-line usage error otherwise)."""
+def int_option(name: str, minimum: int, why: str = "", maximum: int | None = None):
+    """argparse type: an integer ``>= minimum`` (and ``<= maximum`` if given; a one-line usage
+    error otherwise)."""
     def conv(s: str) -> int:
         try:
             v = int(s)
@@ -92,6 +93,8 @@ def int_option(name: str, minimum: int, why: str = ""):
             raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
         if v < minimum:
             raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}{why}, got {v}")
+        if maximum is not None and v > maximum:
+            raise argparse.ArgumentTypeError(f"{name} must be <= {maximum}, got {v}")
         return v
     return conv
 

@@ -302,3 +302,22 @@ def test_deeply_nested_model_file_is_bad_input(tmp_path, capsys):
     p.write_text(EXAMPLE.read_text())  # the example (depth <= 32) still loads
     assert main(["gap", "--model", str(p), "--n-max", "3", "--json"]) == 0
     capsys.readouterr()
+
+
+def test_confirm_random_count_is_bounded(capsys):
+    """Found by benchmarks/fuzz.py: ``confirm --random 101010101010101010`` drew that many lengths
+    up front (MemoryError, exit 3); --random is at most 10^6 (its lengths: 8 MB)."""
+    assert main(["confirm", "Y a", "--random", "101010101010101010"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--random must be <= 1000000" in err
+
+
+def test_a_certificate_whose_schema_field_is_an_object_is_invalid(tmp_path, capsys):
+    """Found by benchmarks/fuzz.py: ``"schema": {}`` in a certificate crashed verify
+    (TypeError: unhashable type: 'dict', exit 3) before the schema check."""
+    p = tmp_path / "c.json"
+    for v in ({}, [], [[1]], None, 2):
+        p.write_text(json.dumps({"schema": v, "schema_version": 2, "kind": "formula"}))
+        assert main(["verify", str(p)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "not a softhard certificate of schema 2" in err
