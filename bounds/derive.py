@@ -25,7 +25,10 @@ import sympy as sp
 from ..constructions.errors import RepresentationError
 from . import counting  # noqa: F401  (registers the counting bound rules)
 from . import selection as S
+from .cache import cached_bound, latex_of
+from .cache import subs as cached_subs
 from .core import Bound, beta, eta, n, tau
+from .fastfn import Unsupported, compile_expr
 from .params import Params
 from .rules import BOUND_RULES, bound_rule
 
@@ -72,8 +75,8 @@ def fix(expr: sp.Expr, fixed: dict) -> sp.Expr:
     """``expr`` with the named parameters of ``fixed`` (``{name: Fraction}``) substituted exactly."""
     if not fixed:
         return expr
-    return expr.subs({sp.Symbol(k, positive=True): sp.Rational(Fraction(v).numerator, Fraction(v).denominator)
-                      for k, v in fixed.items()})
+    return cached_subs(expr, {sp.Symbol(k, positive=True): sp.Rational(Fraction(v).numerator, Fraction(v).denominator)
+                              for k, v in fixed.items()})
 
 
 def in_tau(b: Bound, fixed: Params | dict | None = None) -> sp.Expr:
@@ -91,8 +94,8 @@ def in_tau(b: Bound, fixed: Params | dict | None = None) -> sp.Expr:
 @bound_rule("select")
 def _selection_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
     # regime P (THEORY §5 parity PE) builds its selections exactly as regime U
-    return S.selection_bound("U" if regime == "P" else regime, key_const=bool(g.nodes[v].get("key_const")),
-                             spacing=int(g.nodes[v].get("key_spacing", 1)))
+    r, kc, d = "U" if regime == "P" else regime, bool(g.nodes[v].get("key_const")), int(g.nodes[v].get("key_spacing", 1))
+    return cached_bound("selection", [r, kc, d], lambda: S.selection_bound(r, key_const=kc, spacing=d))
 
 
 def derive(g: nx.DiGraph, regime: str) -> dict[str, NodeBound]:
@@ -130,7 +133,10 @@ def substitute(expr: sp.Expr, *, beta_value=None, eta_value=None, tau_value=None
 
 @lru_cache(maxsize=256)
 def _lambdified(expr: sp.Expr):
-    return sp.lambdify([n, tau, beta, eta], expr, modules="mpmath")
+    try:  # straight-line code from the expression tree: no SymPy printer (ISSUE 16)
+        return compile_expr(expr, [n, tau, beta, eta], "mpmath")
+    except Unsupported:
+        return sp.lambdify([n, tau, beta, eta], expr, modules="mpmath")
 
 
 @lru_cache(maxsize=256)
@@ -216,7 +222,10 @@ def required_inv_tau(expr: sp.Expr, *, n_value, eta_value=Fraction(1, 4), beta_v
 
 @lru_cache(maxsize=256)
 def _lambdified_float(expr: sp.Expr):
-    return sp.lambdify([n, tau, beta, eta], expr, modules="numpy")
+    try:
+        return compile_expr(expr, [n, tau, beta, eta], "float")
+    except Unsupported:
+        return sp.lambdify([n, tau, beta, eta], expr, modules="numpy")
 
 
 def _float_inv_tau(expr: sp.Expr, n_value, eta_value, beta_value, rel_tol: float) -> float | None:
@@ -225,17 +234,17 @@ def _float_inv_tau(expr: sp.Expr, n_value, eta_value, beta_value, rel_tol: float
     cannot decide (non-finite values, a range past :data:`MAX_INV_TAU`, or ``expr ≤ η`` already at
     1/τ = 10^-30: the 0 answer is left to the 50-digit path)."""
     try:
-        g, nv, b, e = _lambdified_float(expr), float(n_value), float(beta_value), float(eta_value)
+        g, nv, b, e = _lambdified_float(expr), np.float64(n_value), np.float64(beta_value), np.float64(eta_value)
     except (TypeError, ValueError, OverflowError):
         return None
 
     def ok(x: float) -> bool | None:
         with np.errstate(all="ignore"):
             try:
-                v = float(g(nv, 1.0 / x, b, e))
+                v = float(g(nv, np.float64(1.0) / x, b, e))
             except (TypeError, ValueError, ZeroDivisionError, OverflowError):
                 return None
-        return None if not math.isfinite(v) else v <= e
+        return None if not math.isfinite(v) else bool(v <= e)
 
     lo, hi = 0.0, 1.0
     while True:
@@ -290,7 +299,7 @@ def _mp_inv_tau(f, target, n_value, rel_tol) -> mpmath.mpf:
 @lru_cache(maxsize=512)  # nodes of one formula share bounds; printing one costs ~0.2 s
 def latex(expr: sp.Expr) -> str:
     """LaTeX of a bound with the field's symbols (τ, β, η)."""
-    return sp.latex(expr, symbol_names={tau: r"\tau", beta: r"\beta", eta: r"\eta"})
+    return latex_of(expr, lambda: sp.latex(expr, symbol_names={tau: r"\tau", beta: r"\beta", eta: r"\eta"}))
 
 
 def required_inv_tau_many(expr: sp.Expr, n_values, *, eta_value=Fraction(1, 4), beta_value=Fraction(1, 4),
