@@ -14,7 +14,7 @@ base/new, and whether it meets the issue's goal ratio ("done when": certify ≥ 
 The confirmation row is a worker (this script with ``--kernel-worker``, run by each side's
 Python): the ``!a S b`` selection head of the 10-subformula construction of ``confirm_1e6.py``
 (regime T, its required 1/τ at n) on the structured path for one random word of length n
-(default 2·10^5), median process CPU time of ``--kernel-reps`` calls, divided by n: nanoseconds
+(default 10^6), median process CPU time of ``--kernel-reps`` calls, divided by n: nanoseconds
 per position per selection head.
 
     python benchmarks/speed.py                          # 5 repeats against e975ad7
@@ -139,8 +139,8 @@ def main() -> None:
     ap.add_argument("--rev", default=DEFAULT_REV, help=f"baseline git revision (default {DEFAULT_REV})")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--rows", nargs="+", choices=ROW_KEYS, default=ROW_KEYS)
-    ap.add_argument("--kernel-n", type=int, default=200_000)
-    ap.add_argument("--kernel-reps", type=int, default=9)
+    ap.add_argument("--kernel-n", type=int, default=1_000_000)
+    ap.add_argument("--kernel-reps", type=int, default=5)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "softhard-speed-bench")
     ap.add_argument("--json", type=Path, help="write every measurement here")

@@ -17,8 +17,8 @@ blocked scan (one multiplication, one addition per factor, plus two per level). 
 reference path.  tests/constructions/test_scan_kernel.py compares both paths with an 80-bit
 reference and with each other within that allowance.
 
-Used only for groups of at least :data:`MIN_MEMBERS` members (below that, importing and loading
-the compiled kernel would cost more than it saves) and when numba imports; set
+Used only for groups of at least :data:`MIN_MEMBERS` members (below that, importing numba and
+loading the compiled kernel would cost more than it saves) and when numba imports; set
 ``SOFTHARD_NUMBA=0`` to use the NumPy path always.  Without numba the NumPy path runs, with one
 note on stderr the first time a large scan would have used the kernel.
 """
@@ -30,8 +30,11 @@ import sys
 
 import numpy as np
 
-#: smallest group (number of members) for which the kernel is used
-MIN_MEMBERS = 1 << 15
+#: smallest group (number of members) for which the kernel is used.  Importing numba and loading
+#: the cached kernel costs ~0.5 s CPU once per process, the kernel saves ~15 ns per member per
+#: call: only runs at n ≳ 2.6·10^5 (``softhard confirm`` at large n, confirm_1e6.py) use it, never
+#: a certify's numeric confirmation (capped at n = 10^5)
+MIN_MEMBERS = 1 << 18
 
 _state: dict = {"tried": False, "kernel": None}
 

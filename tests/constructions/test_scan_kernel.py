@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from softhard.constructions import scan_kernel
+from softhard.constructions import scan_kernel, structured_attention
 from softhard.constructions.engine import forward, run_head
 from softhard.constructions.compile import compile_formula
 from softhard.constructions.parse import parse_formula
@@ -73,7 +73,11 @@ def test_head_on_kernel_path_matches_numpy_path_within_leak_allowance(monkeypatc
     # the `!a S b` head of a two-letter formula on one random word long enough for the kernel
     g = compile_formula(parse_formula("(a U b) | (!a S b)"), ["a", "b"])
     m = build_transformer(g, "T")
-    n = 3 * scan_kernel.MIN_MEMBERS
+    n = 30_000
+    monkeypatch.setattr(scan_kernel, "MIN_MEMBERS", 1000)  # the kernel path for this length
+    calls = []
+    monkeypatch.setattr(structured_attention, "group_scan",
+                        lambda *a: calls.append(len(a[0])) or scan_kernel.group_scan(*a))
     tok = np.random.default_rng(3).integers(1, 3, size=(1, n))
     for li, blk in enumerate(m.blocks):
         for h in blk.heads:
@@ -82,6 +86,7 @@ def test_head_on_kernel_path_matches_numpy_path_within_leak_allowance(monkeypatc
                 head = h
     inv_tau = 4.0 * n
     fast = run_head(head, x, soft=True, inv_tau=inv_tau, path="structured")
+    assert calls and max(calls) >= 1000  # the compiled scan ran
     monkeypatch.setattr(scan_kernel, "MIN_MEMBERS", 10**12)  # the NumPy reference path
     ref = run_head(head, x, soft=True, inv_tau=inv_tau, path="structured")
     assert fast.path == ref.path == "structured"
