@@ -7,7 +7,8 @@ venv there (``pip install -e``; done once, then reused).  The rows are interleav
 row 1 base, row 1 new, row 2 base, … with the base/new order alternating between repeats) so
 that load from other processes hits both sides alike, and the **CPU time** of each child
 (``resource.getrusage(RUSAGE_CHILDREN)`` user + system, which includes the Z3 children each
-certify forks) is recorded.  Reported: per row the median CPU seconds of each side, the ratio
+certify forks) is recorded.  Both checkouts are byte-compiled first (``compileall``) and run with
+``PYTHONDONTWRITEBYTECODE`` removed from the environment, as a user's installation runs.  Reported: per row the median CPU seconds of each side, the ratio
 base/new, and whether it meets the issue's goal ratio ("done when": certify ≥ 6×, verify ≥ 7×,
 ``--help`` ≥ 3.5×, confirmation ≥ 4×).
 
@@ -20,6 +21,7 @@ per position per selection head.
     python benchmarks/speed.py                          # 5 repeats against e975ad7
     python benchmarks/speed.py --rev e975ad7 --repeat 3 --json benchmarks/speed.json
     python benchmarks/speed.py --rows help verify       # a subset of the rows
+    python benchmarks/speed.py --cold                   # the new side without the derivation cache
 
 Bounded: each child is killed after ``--timeout`` seconds (default 120; a killed run is
 reported as such, never as a time).  The test-suite row of the issue is not run here (~9 min
@@ -121,12 +123,12 @@ def baseline(rev: str, cache: Path) -> tuple[Path, Path]:
 # measuring
 
 
-def cpu_of(argv: list[str], cwd: Path, timeout: float) -> tuple[float | None, int, str]:
+def cpu_of(argv: list[str], cwd: Path, timeout: float, env: dict | None = None) -> tuple[float | None, int, str]:
     """CPU seconds (user + system, children included) of one child run, its exit status and the
     tail of its output; ``None`` seconds when it was killed at ``timeout``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return None, -9, "timeout"
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -144,6 +146,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "softhard-speed-bench")
     ap.add_argument("--json", type=Path, help="write every measurement here")
+    ap.add_argument("--cold", action="store_true",
+                    help="run the new side with SOFTHARD_CACHE=0 (no on-disk derivation cache: every derivation live)")
     ap.add_argument("--kernel-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.kernel_worker:
@@ -155,6 +159,13 @@ def main() -> None:
     base_tree, base_bin = baseline(args.rev, args.cache)
     sides = {"base": (base_tree, base_bin), "new": (ROOT, Path(sys.executable).parent)}
     out = Path(tempfile.mkdtemp(prefix="speed-out-"))
+    # bytecode as a user has it: PYTHONDONTWRITEBYTECODE (set in some sandboxes) would make every run
+    # compile every module of ours from source, ~0.3 s CPU per run on either side
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for tree, bindir in sides.values():
+        subprocess.run([str(bindir / "python"), "-m", "compileall", "-q", str(tree / "bounds"), str(tree / "constructions"),
+                        str(tree / "solver"), str(tree / "softhard")], env=env, capture_output=True, check=True)
+    envs = {"base": env, "new": dict(env, SOFTHARD_CACHE="0") if args.cold else env}
     rows = [r for r in ROWS if r[0] in args.rows]
     if "verify" in args.rows and "certify_tomita4" not in args.rows:  # verify needs its certificate
         rows.insert(0, next(r for r in ROWS if r[0] == "certify_tomita4"))
@@ -169,11 +180,11 @@ def main() -> None:
                 if argv is None:
                     cmd = [str(bindir / "python"), str(Path(__file__).resolve()), "--kernel-worker", "--kernel-n",
                            str(args.kernel_n), "--kernel-reps", str(args.kernel_reps)]
-                    _, rc, text = cpu_of(cmd, tree, args.timeout)
+                    _, rc, text = cpu_of(cmd, tree, args.timeout, envs[side])
                     val = json.loads(text.strip().splitlines()[-1])["ns_per_position"] if rc == 0 else None
                 else:
                     cmd = [str(bindir / "softhard")] + [a.format(out=odir) for a in argv]
-                    val, rc, text = cpu_of(cmd, tree, args.timeout)
+                    val, rc, text = cpu_of(cmd, tree, args.timeout, envs[side])
                 if rc not in (0, 1):
                     print(f"{key} [{side}] exit {rc}: {text}", file=sys.stderr)
                 res[key][side].append(val)
@@ -185,7 +196,8 @@ def main() -> None:
         xs = [x for x in xs if x is not None]
         return statistics.median(xs) if xs else None
 
-    print(f"\nbaseline {args.rev} vs {ROOT.name} (HEAD), {args.repeat} interleaved repeats, CPU medians; "
+    print(f"\nbaseline {args.rev} vs {ROOT.name} (HEAD{', derivation cache off' if args.cold else ''}), "
+          f"{args.repeat} interleaved repeats, CPU medians; "
           f"load average at end {os.getloadavg()[0]:.2f}\n")
     print("| row | base | new | base/new | goal | met |")
     print("|---|---:|---:|---:|---:|---|")
@@ -200,7 +212,7 @@ def main() -> None:
         print(f"| {key} | {fmt(b)} | {fmt(n)} | {'—' if ratio is None else f'{ratio:.2f}×'} | ≥ {goal}× | "
               f"{'**met**' if met else 'missed'} |")
     if args.json:
-        args.json.write_text(json.dumps({"rev": args.rev, "repeat": args.repeat, "kernel_n": args.kernel_n,
+        args.json.write_text(json.dumps({"rev": args.rev, "repeat": args.repeat, "cold": args.cold, "kernel_n": args.kernel_n,
                                          "machine": {"nproc": os.cpu_count(), "python": platform.python_version()},
                                          "load_avg_at_end": os.getloadavg()[0], "summary": summary, "raw": res},
                                         indent=1) + "\n")
