@@ -4,12 +4,13 @@ SymPy stays the source of every derivation; this layer only stores what a deriva
 hands it back, structurally identical, the next time the same inputs come.  Cached: the bounds a
 rule derives (:func:`cached_bound`, e.g. one per (regime, key_const, spacing) selection), the
 result of substituting exact parameters into a bound (:func:`subs`: ``Max`` re-evaluation there
-was 15% of a certify), and LaTeX texts (:func:`cached_text`: SymPy's ``latex`` calls ``simplify``,
-which imports ``sympy.physics.units``).
+was 15% of a certify), LaTeX texts (:func:`latex_of`: SymPy's ``latex`` calls ``simplify``,
+which imports ``sympy.physics.units``) and the SMT-LIB2 text of each box query
+(:func:`text_of`, used by ``solver.check``; Z3 still runs on every query).
 
 Keys: SHA-256 of the entry's kind, its inputs, the package version, SymPy's version and a hash of
-the source of every module in ``bounds/`` and ``constructions/`` (so editing a derivation
-invalidates every entry).  Values: JSON; expressions as trees ``[head, *args]`` in SymPy's own
+the source of every module in ``bounds/``, ``constructions/`` and ``solver/`` (so editing a
+derivation or an encoding invalidates every entry).  Values: JSON; expressions as trees ``[head, *args]`` in SymPy's own
 argument order, rebuilt with ``evaluate=False`` — so no ``Max``/``Add`` re-evaluation, and the
 rebuilt expression ``==`` the derived one (tests/bounds/test_cache.py compares cached against
 live derivations).  An entry that cannot be encoded (an unknown head) is simply not cached.
@@ -36,8 +37,8 @@ import sympy as sp
 from .core import Bound
 
 _PKG_ROOT = Path(__file__).resolve().parent
-#: folders whose sources a derivation depends on (their hash is part of every key)
-_SOURCE_DIRS = (_PKG_ROOT, _PKG_ROOT.parent / "constructions")
+#: folders whose sources a derivation or an encoding depends on (their hash is part of every key)
+_SOURCE_DIRS = (_PKG_ROOT, _PKG_ROOT.parent / "constructions", _PKG_ROOT.parent / "solver")
 
 #: SymPy heads rebuilt with ``evaluate=False`` (every other head is refused: the entry is not cached)
 _HEADS = {name: getattr(sp, name) for name in ("Add", "Mul", "Pow", "Max", "Min", "exp", "log", "Abs", "floor",
@@ -177,11 +178,17 @@ def cached_text(kind: str, inputs, compute: Callable[[], str]) -> str:
 
 def latex_of(expr, compute: Callable[[], str]) -> str:
     """:func:`cached_text` keyed by the expression's tree (the caller's printer settings are fixed)."""
+    return text_of("latex", expr, None, compute)
+
+
+def text_of(kind: str, expr, extra, compute: Callable[[], str]) -> str:
+    """:func:`cached_text` keyed by ``kind``, the expression's tree and ``extra`` (JSON-able), e.g.
+    the SMT-LIB2 text of a claim's box query; computed live when the expression has no tree."""
     try:
-        inputs = encode_expr(expr)
+        inputs = [encode_expr(expr), extra]
     except Unencodable:
         return compute()
-    return cached_text("latex", inputs, compute)
+    return cached_text(kind, inputs, compute)
 
 
 def subs(expr, values: dict):

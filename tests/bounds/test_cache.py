@@ -4,6 +4,7 @@ a cached derivation agrees exactly with a live SymPy derivation (ISSUE 16)."""
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import mpmath
 import pytest
@@ -128,3 +129,19 @@ def test_compile_refuses_other_heads():
         compile_expr(sp.sin(n), [n], "mpmath")
     with pytest.raises(Unsupported):
         compile_expr(n + sp.Symbol("other"), [n], "float")
+
+
+def test_cached_smt_text_equals_live_query(cache_dir):
+    from softhard.solver.check import Claim, check_claim
+    from softhard.solver.encode import build_query
+
+    b = S.selection_bound("T", key_const=False, spacing=1)
+    expr = b.leak.subs({beta: sp.Rational(1, 4), eta: sp.Rational(1, 4), tau: sp.Rational(1, 60000)})
+    claim = Claim(expr, Fraction(1, 4), 2, 10_000)
+    first = check_claim(claim, timeout_s=20)
+    C._memory.clear()
+    again = check_claim(claim, timeout_s=20)  # query texts from disk
+    assert first.status == again.status == "proved"
+    assert [q.smtlib for q in first.queries] == [q.smtlib for q in again.queries]
+    for q in again.queries:
+        assert q.smtlib == build_query(expr, Fraction(1, 4), q.lo, q.hi).smtlib
