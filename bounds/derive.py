@@ -12,18 +12,23 @@ comparison only, never for proofs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 
 import mpmath
 import networkx as nx
+import numpy as np
 import sympy as sp
 
 from ..constructions.errors import RepresentationError
 from . import counting  # noqa: F401  (registers the counting bound rules)
 from . import selection as S
+from .cache import cached_bound, latex_of
+from .cache import subs as cached_subs
 from .core import Bound, beta, eta, n, tau
+from .fastfn import Unsupported, compile_expr
 from .params import Params
 from .rules import BOUND_RULES, bound_rule
 
@@ -70,8 +75,8 @@ def fix(expr: sp.Expr, fixed: dict) -> sp.Expr:
     """``expr`` with the named parameters of ``fixed`` (``{name: Fraction}``) substituted exactly."""
     if not fixed:
         return expr
-    return expr.subs({sp.Symbol(k, positive=True): sp.Rational(Fraction(v).numerator, Fraction(v).denominator)
-                      for k, v in fixed.items()})
+    return cached_subs(expr, {sp.Symbol(k, positive=True): sp.Rational(Fraction(v).numerator, Fraction(v).denominator)
+                              for k, v in fixed.items()})
 
 
 def in_tau(b: Bound, fixed: Params | dict | None = None) -> sp.Expr:
@@ -89,8 +94,8 @@ def in_tau(b: Bound, fixed: Params | dict | None = None) -> sp.Expr:
 @bound_rule("select")
 def _selection_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
     # regime P (THEORY §5 parity PE) builds its selections exactly as regime U
-    return S.selection_bound("U" if regime == "P" else regime, key_const=bool(g.nodes[v].get("key_const")),
-                             spacing=int(g.nodes[v].get("key_spacing", 1)))
+    r, kc, d = "U" if regime == "P" else regime, bool(g.nodes[v].get("key_const")), int(g.nodes[v].get("key_spacing", 1))
+    return cached_bound("selection", [r, kc, d], lambda: S.selection_bound(r, key_const=kc, spacing=d))
 
 
 def derive(g: nx.DiGraph, regime: str) -> dict[str, NodeBound]:
@@ -128,7 +133,10 @@ def substitute(expr: sp.Expr, *, beta_value=None, eta_value=None, tau_value=None
 
 @lru_cache(maxsize=256)
 def _lambdified(expr: sp.Expr):
-    return sp.lambdify([n, tau, beta, eta], expr, modules="mpmath")
+    try:  # straight-line code from the expression tree: no SymPy printer (ISSUE 16)
+        return compile_expr(expr, [n, tau, beta, eta], "mpmath")
+    except Unsupported:
+        return sp.lambdify([n, tau, beta, eta], expr, modules="mpmath")
 
 
 @lru_cache(maxsize=256)
@@ -182,17 +190,93 @@ MAX_INV_TAU = 10**300
 
 def required_inv_tau(expr: sp.Expr, *, n_value, eta_value=Fraction(1, 4), beta_value=Fraction(1, 4),
                      rel_tol=1e-12) -> mpmath.mpf:
-    """Smallest ``1/τ`` with ``expr(n, τ) ≤ η`` (``expr`` decreasing in 1/τ), by bisection in mpmath.
+    """Smallest ``1/τ`` with ``expr(n, τ) ≤ η`` (``expr`` decreasing in 1/τ), to relative ``rel_tol``.
 
-    Numeric (not a proof): the certified value comes from :mod:`softhard.solver`.  Returns 0 when
-    the bound is ≤ η for every τ.  Raises :class:`RepresentationError` when it exceeds
-    :data:`MAX_INV_TAU` (e.g. n = 10^300 in regime T, or β = 10^-300).
+    Returns ``hi`` (an mpmath number) with ``expr(hi) ≤ η`` and ``expr(lo) > η`` at some
+    ``lo ≥ hi·(1 − rel_tol)``, both sides evaluated by :func:`evaluate` (50 digits and more).
+    Method: a float64 bisection (:func:`_float_inv_tau`, ~60 evaluations of a NumPy lambdified
+    ``expr``) finds the crossing, and one high-precision polish evaluates the two ends of a
+    ``rel_tol`` bracket around it by :func:`evaluate`; only if the float64 value misplaced the
+    crossing (cancellation, overflow: the polish fails) does the 50-digit bisection run over the
+    whole range (:func:`_mp_inv_tau`), as before (ISSUE 16).
+
+    Numeric (not a proof): the certified value comes from :mod:`softhard.solver` (Z3 and ball
+    arithmetic at the value found).  Returns 0 when the bound is ≤ η for every τ.  Raises
+    :class:`RepresentationError` when it exceeds :data:`MAX_INV_TAU` (e.g. n = 10^300 in
+    regime T, or β = 10^-300).
     """
     target = _mpf(eta_value)
 
     def f(x):
         return evaluate(expr, n_value=n_value, inv_tau=x, beta_value=beta_value, eta_value=eta_value)
 
+    x0 = _float_inv_tau(expr, n_value, eta_value, beta_value, rel_tol)
+    if x0 is not None:
+        with mpmath.workdps(DPS):
+            hi = mpmath.mpf(x0)
+            lo = hi * (1 - mpmath.mpf(rel_tol))
+            if f(hi) <= target and f(lo) > target:
+                return hi
+    return _mp_inv_tau(f, target, n_value, rel_tol)
+
+
+@lru_cache(maxsize=256)
+def _lambdified_float(expr: sp.Expr):
+    try:
+        return compile_expr(expr, [n, tau, beta, eta], "float")
+    except Unsupported:
+        return sp.lambdify([n, tau, beta, eta], expr, modules="numpy")
+
+
+def _float_inv_tau(expr: sp.Expr, n_value, eta_value, beta_value, rel_tol: float) -> float | None:
+    """float64 bisection for :func:`required_inv_tau`: the smallest 1/τ found with
+    ``expr ≤ η`` whose lower neighbour at relative ``rel_tol / 4`` is not; ``None`` when float64
+    cannot decide (non-finite values, a range past :data:`MAX_INV_TAU`, or ``expr ≤ η`` already at
+    1/τ = 10^-30: the 0 answer is left to the 50-digit path)."""
+    try:
+        g, nv, b, e = _lambdified_float(expr), np.float64(n_value), np.float64(beta_value), np.float64(eta_value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+    def ok(x: float) -> bool | None:
+        with np.errstate(all="ignore"):
+            try:
+                v = float(g(nv, np.float64(1.0) / x, b, e))
+            except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+                return None
+        return None if not math.isfinite(v) else bool(v <= e)
+
+    lo, hi = 0.0, 1.0
+    while True:
+        r = ok(hi)
+        if r is None:
+            return None
+        if r:
+            break
+        lo, hi = hi, hi * 2
+        if hi > MAX_INV_TAU:
+            return None
+    if lo == 0.0:
+        r = ok(1e-30)
+        if r is None or r:
+            return None
+    step = rel_tol / 4
+    while hi - lo > step * hi:
+        mid = (lo + hi) / 2
+        if mid <= lo or mid >= hi:
+            break
+        r = ok(mid)
+        if r is None:
+            return None
+        if r:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _mp_inv_tau(f, target, n_value, rel_tol) -> mpmath.mpf:
+    """The 50-digit bisection of :func:`required_inv_tau` over the whole range (its fallback)."""
     with mpmath.workdps(DPS):
         lo, hi = mpmath.mpf(0), mpmath.mpf(1)
         while f(hi) > target:
@@ -215,7 +299,7 @@ def required_inv_tau(expr: sp.Expr, *, n_value, eta_value=Fraction(1, 4), beta_v
 @lru_cache(maxsize=512)  # nodes of one formula share bounds; printing one costs ~0.2 s
 def latex(expr: sp.Expr) -> str:
     """LaTeX of a bound with the field's symbols (τ, β, η)."""
-    return sp.latex(expr, symbol_names={tau: r"\tau", beta: r"\beta", eta: r"\eta"})
+    return latex_of(expr, lambda: sp.latex(expr, symbol_names={tau: r"\tau", beta: r"\beta", eta: r"\eta"}))
 
 
 def required_inv_tau_many(expr: sp.Expr, n_values, *, eta_value=Fraction(1, 4), beta_value=Fraction(1, 4),
@@ -226,8 +310,6 @@ def required_inv_tau_many(expr: sp.Expr, n_values, *, eta_value=Fraction(1, 4), 
     ``expr(n, τ) ≤ η`` (bisection on a log scale; 0 where the bound is ≤ η for every τ).
     Numeric only — for choosing temperatures in numeric runs, never for proofs.
     """
-    import numpy as np
-
     f = sp.lambdify([n, tau, beta, eta], expr, modules="numpy")
     ns = np.asarray(n_values, dtype=np.float64)
     b, e = float(beta_value), float(eta_value)

@@ -28,6 +28,7 @@ import sympy as sp
 from ..constructions.errors import ParameterError
 from ..constructions.parameters import (DEFAULT_BETA, DEFAULT_ETA, check_beta, check_comparator, check_eps_ln,
                                         check_eta, check_regime, to_fraction)
+from .cache import subs as cached_subs
 from .core import beta as beta_sym
 from .core import eps_ln as eps_ln_sym
 from .core import epsilon as epsilon_sym
@@ -126,7 +127,7 @@ class Params:
 
     def substitute(self, expr, *, inv_tau: Fraction | None = None, keep: tuple[sp.Symbol, ...] = ()) -> sp.Expr:
         """``expr`` with :meth:`substitution` applied."""
-        return sp.sympify(expr).subs(self.substitution(inv_tau=inv_tau, keep=keep))
+        return cached_subs(expr, self.substitution(inv_tau=inv_tau, keep=keep))
 
     def to_json(self) -> dict:
         """Exact strings (``"1/4"``) for the numbers that are set; ``None`` values left out."""

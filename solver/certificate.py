@@ -26,6 +26,7 @@ from typing import Callable
 
 import sympy as sp
 
+from ..bounds.cache import subs as cached_subs
 from ..bounds.confirm import attention_ancestors, confirm
 from ..bounds.core import tau as tau_sym
 from ..bounds.derive import NodeBound, evaluate, in_tau, required_inv_tau
@@ -160,8 +161,8 @@ def targets(c: Construction, n_lo: int, n_max: int, all_n: bool, tune: tuple[str
         def make(x, b=b, lo=lo, hi=hi, fixed=fixed, label=nb.node):
             s = dict(fixed)
             s[b.parameter] = sp.Rational(x.denominator, x.numerator)
-            expr = sp.sympify(b.leak).subs(s)
-            tol = sp.sympify(b.tolerance).subs(s)
+            expr = cached_subs(b.leak, s)
+            tol = cached_subs(b.tolerance, s)
             return Claim(expr, Fraction(int(tol.p), int(tol.q)), lo, hi, label=label)
 
         def leak_at(k, b=b):

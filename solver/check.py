@@ -30,6 +30,7 @@ from fractions import Fraction
 import sympy as sp
 import z3
 
+from ..bounds.cache import text_of
 from ..constructions.errors import SolverError
 from .arbcheck import ArbResult, arb_check, exceeds, value_at
 from .encode import Query, build_query
@@ -93,6 +94,11 @@ class ClaimResult:
     value: str | None = None
     second_check: ArbResult | None = None
     disagreement: bool = False
+
+
+def _query_text(claim: Claim, lo: int, hi: int | None, prec: int) -> str:
+    q: Query = build_query(claim.expr, claim.eta, lo, hi, prec=prec)
+    return q.smtlib
 
 
 # ------------------------------------------------------------------------------------------
@@ -187,9 +193,12 @@ def _z3_ranges(claim: Claim, lo: int, hi: int | None, runs: list[QueryRun], *, t
             return "unknown", f"box budget of {max_boxes} exhausted", None, None
         if time.perf_counter() > deadline:
             return "unknown", "time limit reached", None, None
-        qry: Query = build_query(claim.expr, claim.eta, a, b, prec=prec)
-        ans, reason, mn, secs = run_z3(qry.smtlib, timeout_s)
-        runs.append(QueryRun(lo=a, hi=b, smtlib=qry.smtlib, answer=ans, seconds=secs, reason=reason, model_n=mn))
+        # the box query's SMT-LIB2 text is a function of (claim, box, precision): built once, kept in
+        # the derivation cache (bounds/cache.py); Z3 runs on it every time
+        smtlib = text_of("smt", claim.expr, [str(claim.eta), a, b, prec],
+                         lambda a=a, b=b, prec=prec: _query_text(claim, a, b, prec))
+        ans, reason, mn, secs = run_z3(smtlib, timeout_s)
+        runs.append(QueryRun(lo=a, hi=b, smtlib=smtlib, answer=ans, seconds=secs, reason=reason, model_n=mn))
         if ans == "unsat":
             continue
         if ans != "sat":

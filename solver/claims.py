@@ -19,6 +19,7 @@ import mpmath
 import networkx as nx
 import sympy as sp
 
+from ..bounds.cache import subs as cached_subs
 from ..bounds.core import n as n_sym
 from ..bounds.derive import NodeBound, latex
 from ..constructions.errors import CertificateError, ParameterError
@@ -73,8 +74,8 @@ def claim_specs(c: Construction, inv_tau: Fraction, n_lo: int, n_max: int, all_n
         hi = None if all_n else n_max
         if hi is not None and lo > hi:
             continue  # the node is exact on the whole range (only BOS attendable)
-        expr = sp.sympify(b.leak).subs(subs)
-        tol = sp.sympify(b.tolerance).subs(subs)
+        expr = cached_subs(b.leak, subs)
+        tol = cached_subs(b.tolerance, subs)
         if expr.free_symbols - {n_sym} or not tol.is_Rational:
             raise ParameterError(f"node {v}: bound has unassigned parameters "
                                  f"{sorted(map(str, (expr.free_symbols - {n_sym}) | tol.free_symbols))}")

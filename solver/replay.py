@@ -29,7 +29,6 @@ from functools import lru_cache
 from importlib import resources
 from typing import Callable, Mapping
 
-import jsonschema
 
 from ..constructions.errors import SofthardError
 from .check import VERIFY_DEADLINE
@@ -53,12 +52,14 @@ def schema() -> dict:
 
 
 @lru_cache(maxsize=1)
-def _validator() -> jsonschema.Draft202012Validator:
-    """The schema's validator, the schema itself checked once (``jsonschema.validate`` re-checks
-    it on every call: most of a verify's time when the replay is cached)."""
-    s = schema()
-    jsonschema.Draft202012Validator.check_schema(s)
-    return jsonschema.Draft202012Validator(s)
+def _validator() -> "jsonschema.Draft202012Validator":  # noqa: F821 - imported lazily
+    """The schema's validator (jsonschema is imported here, by verify only: ~0.1 s of every
+    certify's start-up otherwise).  The schema is package data: that it is a valid draft 2020-12
+    schema is tested (tests/solver/test_schema_valid.py), not re-checked by every verify
+    (``check_schema`` was ~0.1 s CPU of each; ISSUE 16)."""
+    import jsonschema  # third-party, heavy; verify's schema check only
+
+    return jsonschema.Draft202012Validator(schema())
 
 
 def measured_fields(kind: str) -> tuple[str, ...]:
@@ -145,6 +146,8 @@ def _envelope(cert, rep: VerifyReport) -> bool:
     if sid != SCHEMA or ver != SCHEMA_VERSION:
         rep.add("schema", f"not a softhard certificate of schema {SCHEMA_VERSION} (schema {sid!r}, version {ver!r})")
         return False
+    import jsonschema  # third-party, heavy: loaded by verify only (see _validator)
+
     try:
         err = jsonschema.exceptions.best_match(_validator().iter_errors(cert))  # = jsonschema.validate
         if err is not None:

@@ -103,8 +103,9 @@ def bounds_at_n_max(cert: dict) -> dict[str, str]:
     for cl in cert["claims"]:
         try:
             k = n_max if cl["n_hi"] is None else min(n_max, cl["n_hi"])
-            out[cl["id"]] = mpmath.nstr(evaluate(sp.sympify(cl["expr_srepr"]), n_value=max(k, cl["n_lo"]),
-                                                 inv_tau=1), 8)
+            with sp.evaluate(False):  # display only: the value, not SymPy's re-simplification of Max (ISSUE 16)
+                e = sp.sympify(cl["expr_srepr"])
+            out[cl["id"]] = mpmath.nstr(evaluate(e, n_value=max(k, cl["n_lo"]), inv_tau=1), 8)
         except (TypeError, ValueError, ZeroDivisionError, SyntaxError):
             out[cl["id"]] = "?"
     return out

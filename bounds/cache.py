@@ -1,0 +1,256 @@
+"""On-disk cache of SymPy derivation results: derived once per construction shape, reused (ISSUE 16).
+
+SymPy stays the source of every derivation; this layer only stores what a derivation returned and
+hands it back, structurally identical, the next time the same inputs come.  Cached: the bounds a
+rule derives (:func:`cached_bound`, e.g. one per (regime, key_const, spacing) selection), the
+result of substituting exact parameters into a bound (:func:`subs`: ``Max`` re-evaluation there
+was 15% of a certify), LaTeX texts (:func:`latex_of`: SymPy's ``latex`` calls ``simplify``,
+which imports ``sympy.physics.units``) and the SMT-LIB2 text of each box query
+(:func:`text_of`, used by ``solver.check``; Z3 still runs on every query).
+
+Keys: SHA-256 of the entry's kind, its inputs, the package version, SymPy's version and a hash of
+the source of every module in ``bounds/``, ``constructions/`` and ``solver/`` (so editing a
+derivation or an encoding invalidates every entry).  Values: JSON; expressions as trees ``[head, *args]`` in SymPy's own
+argument order, rebuilt with ``evaluate=False`` — so no ``Max``/``Add`` re-evaluation, and the
+rebuilt expression ``==`` the derived one (tests/bounds/test_cache.py compares cached against
+live derivations).  An entry that cannot be encoded (an unknown head) is simply not cached.
+
+Where: ``$SOFTHARD_CACHE_DIR``, else ``$XDG_CACHE_HOME/softhard``, else ``~/.cache/softhard``
+(subdirectory ``derivations``); ``SOFTHARD_CACHE=0`` turns the disk layer off (the in-process
+layer stays).  A directory that cannot be written is ignored (results are then computed live).
+Writes are atomic (``os.replace``); concurrent processes at worst compute an entry twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+import sympy as sp
+
+from .core import Bound
+
+_PKG_ROOT = Path(__file__).resolve().parent
+#: folders whose sources a derivation or an encoding depends on (their hash is part of every key)
+_SOURCE_DIRS = (_PKG_ROOT, _PKG_ROOT.parent / "constructions", _PKG_ROOT.parent / "solver")
+
+#: SymPy heads rebuilt with ``evaluate=False`` (every other head is refused: the entry is not cached)
+_HEADS = {name: getattr(sp, name) for name in ("Add", "Mul", "Pow", "Max", "Min", "exp", "log", "Abs", "floor",
+                                                "ceiling")}
+
+_memory: dict[str, object] = {}  # key -> JSON value (both layers)
+_exprs: dict[str, sp.Basic] = {}  # key -> decoded expression (subs results), per process
+_fingerprint: list[str] = []
+
+
+class Unencodable(Exception):
+    """An expression (or a :class:`Bound` field) :func:`encode_expr` cannot write as a tree."""
+
+
+def fingerprint() -> str:
+    """Hash of the package version, SymPy's version and the derivation sources (computed once)."""
+    if not _fingerprint:
+        h = hashlib.sha256()
+        try:
+            h.update(metadata.version("softhard").encode())
+        except metadata.PackageNotFoundError:  # an uninstalled checkout still caches, keyed by its sources
+            h.update(b"0+unknown")
+        h.update(sp.__version__.encode())
+        for d in _SOURCE_DIRS:
+            for p in sorted(d.glob("*.py")) + sorted(d.glob("*.lark")):
+                h.update(p.name.encode())
+                h.update(p.read_bytes())
+        _fingerprint.append(h.hexdigest())
+    return _fingerprint[0]
+
+
+def cache_dir() -> Path | None:
+    """The directory of the disk layer, or None when it is turned off."""
+    if os.environ.get("SOFTHARD_CACHE", "1") == "0":
+        return None
+    base = os.environ.get("SOFTHARD_CACHE_DIR")
+    if base:
+        return Path(base) / "derivations"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "softhard" / "derivations"
+
+
+# ------------------------------------------------------------------------------------------
+# expressions <-> JSON trees
+
+
+def encode_expr(e) -> list:
+    """``e`` (a SymPy object) as a JSON tree in its own argument order.  Raises
+    :class:`Unencodable` for a head outside :data:`_HEADS`."""
+    if isinstance(e, sp.Symbol):
+        if type(e) is not sp.Symbol:  # Dummy, Wild: identity not reproducible
+            raise Unencodable(type(e).__name__)
+        # the assumptions the symbol was created with (not the deduced ones): the same Symbol back
+        return ["Symbol", e.name, dict(sorted(getattr(e, "_assumptions_orig", e.assumptions0).items()))]
+    if isinstance(e, sp.Integer):
+        return ["Integer", str(e.p)]
+    if isinstance(e, sp.Rational):
+        return ["Rational", str(e.p), str(e.q)]
+    if isinstance(e, sp.Float):
+        return ["Float", sp.srepr(e)]
+    for name, c in (("pi", sp.pi), ("E", sp.E), ("oo", sp.oo), ("zoo", sp.zoo), ("nan", sp.nan), ("true", sp.true),
+                    ("false", sp.false), ("NegativeInfinity", sp.S.NegativeInfinity)):
+        if e is c:
+            return ["const", name]
+    head = type(e).__name__
+    if head not in _HEADS or _HEADS[head] is not type(e):
+        raise Unencodable(head)
+    return [head, *[encode_expr(a) for a in e.args]]
+
+
+_CONSTS = {"pi": sp.pi, "E": sp.E, "oo": sp.oo, "zoo": sp.zoo, "nan": sp.nan, "true": sp.true, "false": sp.false,
+           "NegativeInfinity": sp.S.NegativeInfinity}
+
+
+def decode_expr(t: list):
+    """The SymPy object of a tree from :func:`encode_expr`, built without evaluation."""
+    head = t[0]
+    if head == "Symbol":
+        return sp.Symbol(t[1], **t[2])
+    if head == "Integer":
+        return sp.Integer(int(t[1]))
+    if head == "Rational":
+        return sp.Rational(int(t[1]), int(t[2]))
+    if head == "Float":
+        return sp.sympify(t[1])
+    if head == "const":
+        return _CONSTS[t[1]]
+    return _HEADS[head](*[decode_expr(a) for a in t[1:]], evaluate=False)
+
+
+# ------------------------------------------------------------------------------------------
+# the two layers
+
+
+def _key(kind: str, inputs) -> str:
+    return hashlib.sha256(json.dumps([kind, fingerprint(), inputs], sort_keys=True).encode()).hexdigest()
+
+
+def _load(key: str):
+    if key in _memory:
+        return _memory[key]
+    d = cache_dir()
+    if d is None:
+        return None
+    try:
+        return json.loads((d / key[:2] / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _store(key: str, value) -> None:
+    _memory[key] = value
+    d = cache_dir()
+    if d is None:
+        return
+    try:
+        sub = d / key[:2]
+        sub.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=sub, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(value, fh)
+        os.replace(tmp, sub / f"{key}.json")
+    except OSError:
+        pass  # an unwritable cache is no error: the value was computed live
+
+
+def cached_text(kind: str, inputs, compute: Callable[[], str]) -> str:
+    """``compute()`` (a string), stored under ``(kind, inputs)`` (JSON-able inputs)."""
+    key = _key(kind, inputs)
+    hit = _load(key)
+    if isinstance(hit, str):
+        return hit
+    out = compute()
+    _store(key, out)
+    return out
+
+
+def latex_of(expr, compute: Callable[[], str]) -> str:
+    """:func:`cached_text` keyed by the expression's tree (the caller's printer settings are fixed)."""
+    return text_of("latex", expr, None, compute)
+
+
+def text_of(kind: str, expr, extra, compute: Callable[[], str]) -> str:
+    """:func:`cached_text` keyed by ``kind``, the expression's tree and ``extra`` (JSON-able), e.g.
+    the SMT-LIB2 text of a claim's box query; computed live when the expression has no tree."""
+    try:
+        inputs = [encode_expr(expr), extra]
+    except Unencodable:
+        return compute()
+    return cached_text(kind, inputs, compute)
+
+
+def subs(expr, values: dict):
+    """``sympify(expr).subs(values)``, cached: ``values`` maps symbols to exact numbers."""
+    expr = sp.sympify(expr)
+    try:
+        inputs = [encode_expr(expr), sorted([encode_expr(k), encode_expr(sp.sympify(v))] for k, v in values.items())]
+    except Unencodable:
+        return expr.subs(values)
+    key = _key("subs", inputs)
+    if key in _exprs:
+        return _exprs[key]
+    hit = _load(key)
+    if isinstance(hit, list):
+        try:
+            _exprs[key] = decode_expr(hit)
+            return _exprs[key]
+        except (KeyError, TypeError, ValueError, IndexError):
+            pass  # a malformed entry: substitute live and overwrite it
+    out = expr.subs(values)
+    try:
+        enc = encode_expr(out)
+    except Unencodable:
+        return out
+    _store(key, enc)
+    _exprs[key] = out
+    return out
+
+
+def _encode_bound(b: Bound) -> dict:
+    out = {}
+    for f in dataclasses.fields(b):
+        v = getattr(b, f.name)
+        if isinstance(v, sp.Basic):
+            out[f.name] = {"expr": encode_expr(v)}
+        elif v is None or isinstance(v, (bool, int, str)):
+            out[f.name] = {"value": v}
+        elif isinstance(v, dict) and not v:
+            out[f.name] = {"value": {}}
+        else:
+            raise Unencodable(f"{f.name}: {type(v).__name__}")
+    return out
+
+
+def _decode_bound(d: dict) -> Bound:
+    return Bound(**{k: (decode_expr(v["expr"]) if "expr" in v else v["value"]) for k, v in d.items()})
+
+
+def cached_bound(kind: str, inputs, compute: Callable[[], Bound]) -> Bound:
+    """The :class:`Bound` a rule derives from ``inputs`` (JSON-able), derived once and reused.
+    A fresh :class:`Bound` object is returned on every call (callers may set fields)."""
+    key = _key("bound:" + kind, inputs)
+    hit = _load(key)
+    if isinstance(hit, dict):
+        try:
+            return _decode_bound(hit)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            pass  # a malformed entry: derive live and overwrite it
+    b = compute()
+    try:
+        enc = _encode_bound(b)
+    except Unencodable:
+        return b
+    _store(key, enc)
+    return b

@@ -1,0 +1,147 @@
+"""The derivation cache (bounds/cache.py) and the compiled numeric functions (bounds/fastfn.py):
+a cached derivation agrees exactly with a live SymPy derivation (ISSUE 16)."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import mpmath
+import pytest
+import sympy as sp
+
+from softhard.bounds import cache as C
+from softhard.bounds import derive as D
+from softhard.bounds import selection as S
+from softhard.bounds.core import beta, eta, n, tau
+from softhard.bounds.fastfn import Unsupported, compile_expr
+from softhard.constructions.compile import compile_formula
+from softhard.constructions.parse import parse_formula
+
+SHAPES = [(r, kc, d) for r in ("T", "U") for kc in (False, True) for d in (1, 2, 3)]
+
+
+def fields(b):
+    return {f: getattr(b, f) for f in b.__dataclass_fields__}
+
+
+def same(a, b):
+    """Structurally identical: equal, same srepr and same str (what certificates store; the LaTeX
+    is compared in test_cached_derive_and_claim_substitution_equal_live)."""
+    if isinstance(a, sp.Basic) or isinstance(b, sp.Basic):
+        return a == b and sp.srepr(a) == sp.srepr(b) and str(a) == str(b)
+    return a == b
+
+
+@pytest.fixture()
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOFTHARD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(C, "_memory", {})
+    monkeypatch.setattr(C, "_exprs", {})
+    return tmp_path / "derivations"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_cached_selection_bound_equals_live_derivation(cache_dir, shape):
+    r, kc, d = shape
+    live = S.selection_bound(r, key_const=kc, spacing=d)
+    first = C.cached_bound("selection", list(shape), lambda: S.selection_bound(r, key_const=kc, spacing=d))
+    C._memory.clear()  # force the disk layer
+    calls = []
+    again = C.cached_bound("selection", list(shape), lambda: calls.append(1) or live)
+    assert calls == []  # served from disk, not derived
+    assert any(cache_dir.rglob("*.json"))
+    for k, v in fields(live).items():
+        assert same(v, fields(first)[k]), k
+        assert same(v, fields(again)[k]), k
+
+
+def test_cached_derive_and_claim_substitution_equal_live(cache_dir, monkeypatch):
+    g = compile_formula(parse_formula("(a U b) | ((!a S b) & H (a | Y b))"), ["a", "b"])
+    cached = D.derive(g, "T")
+    monkeypatch.setenv("SOFTHARD_CACHE", "0")
+    C._memory.clear()
+    C._exprs.clear()
+    live = D.derive(g, "T")  # with the disk layer off and the memory empty: a live derivation
+    assert list(cached) == list(live)
+    subs = {beta: sp.Rational(1, 4), eta: sp.Rational(1, 4), tau: sp.Rational(1, 5545178)}
+    for v in live:
+        for k, x in fields(live[v].bound).items():
+            assert same(x, fields(cached[v].bound)[k]), (v, k)
+        monkeypatch.setenv("SOFTHARD_CACHE", "1")
+        a = C.subs(cached[v].bound.leak, subs)
+        C._exprs.clear()
+        C._memory.clear()
+        b = C.subs(cached[v].bound.leak, subs)  # decoded from disk
+        assert same(live[v].bound.leak.subs(subs), a) and same(a, b)
+        assert same(sp.latex(live[v].bound.leak, symbol_names={tau: r"\tau", beta: r"\beta", eta: r"\eta"}),
+                    D.latex(cached[v].bound.leak))
+
+
+def test_key_depends_on_inputs_and_sources(cache_dir, monkeypatch):
+    a = C._key("selection", ["T", False, 1])
+    assert a != C._key("selection", ["T", False, 2])
+    monkeypatch.setattr(C, "_fingerprint", ["another source tree"])
+    assert a != C._key("selection", ["T", False, 1])
+
+
+def test_malformed_entry_is_rederived(cache_dir):
+    live = S.selection_bound("U", key_const=False, spacing=1)
+    C.cached_bound("selection", ["U", False, 1], lambda: live)
+    C._memory.clear()
+    (path,) = cache_dir.rglob("*.json")
+    path.write_text(json.dumps({"leak": {"expr": ["NoSuchHead"]}}))
+    again = C.cached_bound("selection", ["U", False, 1], lambda: live)
+    assert same(again.leak, live.leak)
+
+
+def test_unwritable_cache_dir_is_ignored(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("SOFTHARD_CACHE_DIR", str(blocker))  # a file, not a directory
+    monkeypatch.setattr(C, "_memory", {})
+    b = C.cached_bound("selection", ["T", True, 1], lambda: S.selection_bound("T", key_const=True, spacing=1))
+    assert same(b.leak, S.selection_bound("T", key_const=True, spacing=1).leak)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_compiled_functions_agree_with_lambdify(shape):
+    r, kc, d = shape
+    b = S.selection_bound(r, key_const=kc, spacing=d)
+    for e in (b.leak, b.generic, b.inv_tau_star, b.all_n, b.rounding):
+        if e is None:
+            continue
+        f = compile_expr(e, [n, tau, beta, eta], "mpmath")
+        g = sp.lambdify([n, tau, beta, eta], e, modules="mpmath")
+        ff = compile_expr(e, [n, tau, beta, eta], "float")
+        for nv in (2, 9, 1000, 10**6):
+            for it in ("0.5", 3, 10**4, 5 * 10**6):
+                with mpmath.workdps(50):
+                    args = (mpmath.mpf(nv), 1 / mpmath.mpf(it), mpmath.mpf(1) / 4, mpmath.mpf(1) / 4)
+                    want = g(*args)
+                    assert abs(f(*args) - want) <= mpmath.mpf(10) ** -45 * max(abs(want), mpmath.mpf(10) ** -300)
+                    got = float(ff(float(nv), 1 / float(it), 0.25, 0.25))
+                    assert got == pytest.approx(float(want), rel=1e-9, abs=1e-300)
+
+
+def test_compile_refuses_other_heads():
+    with pytest.raises(Unsupported):
+        compile_expr(sp.sin(n), [n], "mpmath")
+    with pytest.raises(Unsupported):
+        compile_expr(n + sp.Symbol("other"), [n], "float")
+
+
+def test_cached_smt_text_equals_live_query(cache_dir):
+    from softhard.solver.check import Claim, check_claim
+    from softhard.solver.encode import build_query
+
+    b = S.selection_bound("T", key_const=False, spacing=1)
+    expr = b.leak.subs({beta: sp.Rational(1, 4), eta: sp.Rational(1, 4), tau: sp.Rational(1, 60000)})
+    claim = Claim(expr, Fraction(1, 4), 2, 10_000)
+    first = check_claim(claim, timeout_s=20)
+    C._memory.clear()
+    again = check_claim(claim, timeout_s=20)  # query texts from disk
+    assert first.status == again.status == "proved"
+    assert [q.smtlib for q in first.queries] == [q.smtlib for q in again.queries]
+    for q in again.queries:
+        assert q.smtlib == build_query(expr, Fraction(1, 4), q.lo, q.hi).smtlib

@@ -1,0 +1,58 @@
+"""required_inv_tau: the float64 bisection + one 50-digit polish (ISSUE 16) meets the same
+contract as the 50-digit bisection it replaced, checked by separate mpmath evaluations."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import mpmath
+import pytest
+import sympy as sp
+
+from softhard.bounds import derive as D
+from softhard.bounds.core import beta, eta, n, tau
+from softhard.constructions.errors import RepresentationError
+
+#: the regime-T tight geometric leak of a selection with gap β/n, written here independently
+R = sp.exp(-beta / (n * tau))
+LEAK_T = n * R / (1 + n * R)
+#: a leak that float64 cannot evaluate at n = 1000 (e^1000 overflows: inf·0 = nan): the 50-digit
+#: fallback must answer (it equals e^{-1/τ}, so 1/τ = ln 4)
+OVERFLOW = sp.Mul(sp.exp(n), sp.exp(-n - 1 / tau), evaluate=False)
+
+
+def mp_value(expr, nv, x, b=Fraction(1, 4), e=Fraction(1, 4)):
+    with mpmath.workdps(80):
+        f = sp.lambdify([n, tau, beta, eta], expr, modules="mpmath")
+        return f(mpmath.mpf(nv), 1 / mpmath.mpf(x), mpmath.mpf(b.numerator) / b.denominator,
+                 mpmath.mpf(e.numerator) / e.denominator)
+
+
+@pytest.mark.parametrize("expr, nv", [(LEAK_T, 2), (LEAK_T, 1000), (LEAK_T, 10**6), (LEAK_T, 10**15),
+                                      (OVERFLOW, 1000), (sp.exp(-1 / tau), 1)])
+def test_contract_and_agreement_with_the_50_digit_bisection(expr, nv):
+    x = D.required_inv_tau(expr, n_value=nv)
+    target = mpmath.mpf(1) / 4
+    # the contract, by an 80-digit evaluation separate from the code under test
+    assert mp_value(expr, nv, x) <= target
+    assert mp_value(expr, nv, x * (1 - mpmath.mpf(1e-12))) > target
+    ref = D._mp_inv_tau(lambda y: D.evaluate(expr, n_value=nv, inv_tau=y), target, nv, 1e-12)
+    assert abs(x - ref) <= 2e-12 * ref
+
+
+@pytest.mark.parametrize("expr, nv", [(sp.exp(-1 / tau), 1), (OVERFLOW, 1000)])
+def test_closed_form_single_exponential(expr, nv):
+    # e^{-1/τ} ≤ 1/4  ⇔  1/τ ≥ ln 4
+    x = D.required_inv_tau(expr, n_value=nv)
+    assert abs(x - mpmath.log(4)) <= 1e-12 * mpmath.log(4)
+
+
+def test_float_path_declines_what_float64_cannot_evaluate():
+    assert D._float_inv_tau(OVERFLOW, 1000, 0.25, 0.25, 1e-12) is None
+    assert D._float_inv_tau(LEAK_T, 1000, 0.25, 0.25, 1e-12) is not None
+
+
+def test_zero_and_overflow_cases_unchanged():
+    assert D.required_inv_tau(sp.Rational(1, 8) * sp.exp(-1 / tau), n_value=1) == 0
+    with pytest.raises(RepresentationError):
+        D.required_inv_tau(LEAK_T, n_value=10**300)
