@@ -50,7 +50,8 @@ from .core import HALF, Bound, asymptotic_order, beta, eta, gap_lemma, n, tau
 
 __all__ = ["Bound", "SelectionBound", "asymptotic_order", "beta", "eta", "gap_lemma", "n", "tau", "THETA",
            "geometric", "leak_T", "leak_U", "leak_U_all_n", "generic_T", "generic_U", "inv_tau_star_T",
-           "inv_tau_star_U", "inv_tau_star_generic", "selection_bound", "HALF"]
+           "inv_tau_star_U", "inv_tau_star_generic", "selection_bound", "HALF", "output_T_average",
+           "inv_tau_star_T_average", "inv_tau_exact_T_average", "average_bound"]
 
 #: splitting constant θ of the sufficient closed form for regime T (see :func:`inv_tau_star_T`)
 THETA = sp.Rational(1, 1000)
@@ -181,3 +182,52 @@ def selection_bound(regime: str, key_const: bool = False, spacing: int = 1) -> B
             gap=sp.Integer(1), all_n=leak_U_all_n(), n_min=1,
             attained_by="key ≡ 1 or key ≡ 0 up to the query")
     raise ValueError(f"unknown regime {regime!r}")
+
+
+def output_T_average() -> sp.Expr:
+    """Exact worst-case *output* error of an average-hard selection in regime T (THEORY §4b), n ≥ 2.
+
+    Head: score ``b(j)`` on real positions, BOS ``1/2``, value ``v = b`` (0 at BOS), rule AHA; the
+    clean-up reads the output ``y = Σ_{b(j)=1} α_j``.  With ``a`` positions with b = 1 and ``m``
+    real positions in the mask and ``x = e^{−1/(2τ)}``:
+
+    * ``a = 0``: every value is 0, so ``y = 0`` exactly (the hard output): error 0;
+    * ``a ≥ 1``: ``y = a/(a + x + (m−a)x²)`` (BOS at gap 1/2, the ``m − a`` positions with b = 0
+      at gap 1), error ``1 − y = S/(a + S)`` with ``S = x + (m−a)x²``.  It decreases in ``a`` and
+      increases in ``m ≤ n − 1`` (strict mask, query n or 1), so the worst case over all words of
+      length n is ``a = 1``, ``m = n − 1``:
+
+    ``err(n, τ) = S/(1 + S)``, ``S = e^{−1/(2τ)} + (n − 2)·e^{−1/τ}``, attained exactly by one
+    position with b = 1 before the last query (after the first, for F).
+    """
+    S = sp.exp(-HALF / tau) + (n - 2) * sp.exp(-1 / tau)
+    return S / (1 + S)
+
+
+def inv_tau_star_T_average() -> sp.Expr:
+    """Closed-form sufficient 1/τ for :func:`output_T_average` ≤ η:
+    ``max(2·ln(2(1−η)/η), ln(2(n−1)(1−η)/η))``.  Proof: then ``e^{−1/(2τ)} ≤ η/(2(1−η))`` and
+    ``(n−2)e^{−1/τ} ≤ η/(2(1−η))``, so ``S ≤ η/(1−η)`` and ``S/(1+S) ≤ η``.  Leading order
+    ``ln n``: Θ(log n) (THEORY §4b)."""
+    return sp.Max(2 * sp.log(2 * (1 - eta) / eta), sp.log(2 * (n - 1) * (1 - eta) / eta))
+
+
+def inv_tau_exact_T_average() -> sp.Expr:
+    """The exact requirement: :func:`output_T_average` = η at ``1/τ = −2·ln x*`` with
+    ``x* = 2k/(1 + √(1 + 4(n−2)k))``, ``k = η/(1−η)`` (the positive root of ``(n−2)x² + x = k``,
+    written without cancellation; valid for n ≥ 2)."""
+    k = eta / (1 - eta)
+    return -2 * sp.log(2 * k / (1 + sp.sqrt(1 + 4 * (n - 2) * k)))
+
+
+@lru_cache(maxsize=8)
+def average_bound(regime: str) -> Bound:
+    """:class:`Bound` of an average-hard selection (THEORY §4b): an output-error bound
+    (``quantity = "output"``).  Only regime ``"T"``; raises ``ValueError`` otherwise."""
+    if regime != "T":
+        raise ValueError(f"average-hard selections are built in regime T only, got {regime!r}")
+    return Bound(kind="average-selection", regime="T", leak=output_T_average(), generic=gap_lemma(n, HALF),
+                 inv_tau_star=inv_tau_star_T_average(), inv_tau_star_generic=inv_tau_star_generic(n, HALF),
+                 gap=HALF, all_n=None, n_min=2, quantity="output", source="THEORY §4b, §2",
+                 attained_by="one position with key = 1 in the mask of the last (first, for F) query; "
+                             "no key = 1: output exactly 0")

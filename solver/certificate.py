@@ -26,7 +26,7 @@ from typing import Callable
 
 import sympy as sp
 
-from ..bounds.confirm import attention_ancestors, confirm
+from ..bounds.confirm import PATTERN_TEXT, attention_ancestors, confirm, key_patterns
 from ..bounds.core import tau as tau_sym
 from ..bounds.derive import NodeBound, evaluate, in_tau, required_inv_tau
 from ..bounds.params import Params
@@ -36,7 +36,7 @@ from ..constructions.simulate import adversarial_words, all_words, leak_rounding
 from .arbcheck import exceeds
 from .certjson import compute_hashes
 from .check import Claim, ClaimResult, ProofCache
-from .claims import (claim_json, claim_specs, construction_static, frac_str, graph_data, node_static,
+from .claims import (choice_static, claim_json, claim_specs, construction_static, frac_str, graph_data, node_static,
                      parse_frac, versions)
 from .pipeline import Construction, rebuild
 from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport
@@ -267,7 +267,7 @@ def _empirical(c: Construction, tg: Target, key: str, n_max: int, all_n: bool, t
     b = tg.nb.bound
     n_emp = min(n_max, EMPIRICAL_N_CAP) if not all_n else EMPIRICAL_N_CAP
     x_emp, runs = empirical_inv_tau(c.model, tg.nb.node, key, n_emp, c.eta,
-                                    patterns=("ones",) if b.key_const else ("ones", "zeros"), spacing=b.spacing,
+                                    patterns=key_patterns(b), spacing=b.spacing, quantity=b.quantity,
                                     direction=c.graph.nodes[tg.nb.node].get("direction", "past"),
                                     start=float(required_inv_tau(b.leak, n_value=n_emp, eta_value=c.eta,
                                                                  beta_value=c.beta)) or 1.0)
@@ -279,7 +279,8 @@ def _empirical(c: Construction, tg: Target, key: str, n_max: int, all_n: bool, t
     return {"n": n_emp, "inv_tau_empirical": x_emp, "runs": runs,
             "inv_tau_certified_at_n": frac_str(cert_emp) if cert_emp is not None else None,
             "ratio_certified_to_empirical": (float(cert_emp) / x_emp) if cert_emp is not None else None,
-            "method": "Illinois iteration on the head's own attaining key patterns (b ≡ 1, b ≡ 0)"}
+            "method": ("Illinois iteration on the head's own attaining key patterns (" +
+                       ", ".join(PATTERN_TEXT[p] for p in key_patterns(b)) + f"), on its {b.quantity}")}
 
 
 def found_params(c: Construction, found: list[dict], n_lo: int, n_max: int, all_n: bool,
@@ -371,7 +372,8 @@ def assemble(c: Construction, *, inv_tau: Fraction, n_lo: int, n_max: int, all_n
     nodes = []
     for v, nb in c.bounds.items():
         cs = by_node.get(v)
-        nodes.append({**node_static(nb, n_lo, n_max, all_n), "claim": cs.id if cs else None,
+        nodes.append({**node_static(nb, n_lo, n_max, all_n), "choice": choice_static(c, v, n_max, all_n),
+                      "claim": cs.id if cs else None,
                       "status": results[cs.id].status if cs else "proved",
                       "numeric": (numeric or {}).get("nodes", {}).get(v)})
     statuses = [r.status for r in results.values()]

@@ -17,7 +17,7 @@ import sympy as sp
 
 from ..bounds.core import tau
 from ..bounds.derive import NodeBound, derive, evaluate, in_tau, required_inv_tau
-from ..constructions.compile import compile_formula
+from ..constructions.compile import assign_attention, compile_formula
 from ..bounds.params import Params
 from ..constructions.errors import CertificateError, ParameterError
 from ..constructions.parameters import DEFAULT_BETA, DEFAULT_ETA
@@ -132,6 +132,9 @@ def build(spec: FormulaSpec, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAUL
 def build_formula(spec: FormulaSpec, params: Params) -> Construction:
     """Compile a formula ``spec`` and build its transformer and bounds with ``params``.
 
+    ``params.construction`` (``auto`` | ``unique`` | ``average``) is how P/F selections are built
+    (:func:`softhard.constructions.compile.assign_attention`, THEORY §4b; recorded in ``source``
+    when the formula has such a node).
     ``params.comparator`` (``ln`` | ``head`` | ``pe``; default :func:`default_comparator`) is how
     count comparisons are built, ``params.eps_ln`` (≥ 0, default 0 = exact LN) the layer-norm ε of
     the ``ln`` comparator; both are kept in the construction's parameters (and its ``source``) only
@@ -147,9 +150,12 @@ def build_formula(spec: FormulaSpec, params: Params) -> Construction:
     comparator = params.comparator if params.comparator is not None else default_comparator(regime)
     eps = params.eps_ln if params.eps_ln is not None else Fraction(0)
     g = compile_formula(spec.formula, spec.alphabet, at=spec.at, comparator=comparator)
+    assign_attention(g, regime, params.construction)
     model = build_transformer(g, regime, beta=params.beta, eta=params.eta, eps_ln=eps)
     source = {"kind": "formula", "formula": str(spec.formula), "alphabet": list(spec.alphabet), "at": spec.at,
               "name": spec.name, "description": spec.description, "file": spec.source}
+    if any(a.get("average_ok") for _, a in g.nodes(data=True)):  # the choice of THEORY §4b is an input
+        source["construction"] = params.construction or "auto"
     if any(a["op"] == "compare" for _, a in g.nodes(data=True)):
         source["comparator"] = comparator
         params = params.with_(comparator=comparator, eps_ln=eps if comparator == "ln" else None, inv_tau=None)
@@ -172,7 +178,7 @@ def _rebuild_formula(source: dict, params: Params) -> Construction:
                            source=source.get("file") or "<certificate>")
     except KeyError as e:
         raise CertificateError(f"source.{e.args[0]}: missing", path=f"source.{e.args[0]}") from None
-    return build_formula(spec, params.with_(comparator=source.get("comparator")))
+    return build_formula(spec, params.with_(comparator=source.get("comparator"), construction=source.get("construction")))
 
 
 #: ``kind -> rebuild(source, params) -> Construction`` (used by the formula kind's replay).
