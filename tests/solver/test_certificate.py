@@ -61,7 +61,10 @@ def test_tomita4_find_tau_is_tight_and_beats_the_gap_lemma(t4):
         cert_x = Fraction(p["inv_tau_certified"])
         assert 1 <= float(cert_x) / p["inv_tau_tight_numeric"] < 1 + 1e-6  # margin: 10x the float64 allowance
         assert p["inv_tau_closed_form"] >= p["inv_tau_tight_numeric"]
-        assert p["inv_tau_generic_gap_lemma"] > 10 * p["inv_tau_tight_numeric"]  # ln(3(n−1))/ln 4 ≈ 10.8
+        # unique selections: ln(3(n−1))/ln 4 ≈ 10.8; the average-hard H node (THEORY §4b): gap 1/2 for
+        # every competitor, gap lemma 2·ln(3(n−1)) against the exact ≈ ln(4(n−2)/3): ≈ 2
+        factor = 10 if p["kind"] == "selection" else 1.9
+        assert p["inv_tau_generic_gap_lemma"] > factor * p["inv_tau_tight_numeric"]
         e = p["empirical"]  # the actual head, bisected on its attaining inputs
         assert 1 <= e["ratio_certified_to_empirical"] <= 1.05
         assert e["ratio_certified_to_empirical"] < 1 + 1e-6  # in fact: the bound is attained
@@ -71,9 +74,14 @@ def test_tomita4_find_tau_is_tight_and_beats_the_gap_lemma(t4):
     assert t4["precision"]["formats"]["bfloat16"]["adjacent_positions_separable_up_to_n"] == 28
     # numeric tightness on the adversarial family at the certified temperature
     for nd in t4["nodes"]:
+        assert nd["numeric"]["violations"] == 0
+        if nd["kind"] == "average-selection":
+            # the H node (THEORY §4b) at the Y nodes' 1/τ ≈ 5.5e6: its error e^{-2.7e6} is 0 in float64;
+            # its tightness shows at its own temperature (search.per_bound[].empirical, ratio 1 above)
+            assert nd["numeric"]["bound_there"] < 1e-300
+            continue
         assert nd["numeric"]["max_ratio_by_family"]["adversarial"] >= 0.9  # tomita 4: words attain it
         assert nd["numeric"]["max_ratio_by_family"]["adversarial-key"] >= 0.9
-        assert nd["numeric"]["violations"] == 0
 
 
 def _tampered(cert, edit, rehash):
