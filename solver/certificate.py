@@ -529,6 +529,11 @@ def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
         if e is None or tg is None or e.get("inv_tau_certified_at_n") is None:
             continue
         ce = parse_frac(e["inv_tau_certified_at_n"], f"{where}.inv_tau_certified_at_n")
+        if not rng["all_n"] and e.get("n") == rng["n_max"] and r.get("inv_tau_certified") != e["inv_tau_certified_at_n"]:
+            # at n_max the empirical run compared against the row's own certified value (not a binding one:
+            # a node whose value is below the certificate's 1/τ is checked only here)
+            rep.add(f"search.per_bound[{i}].inv_tau_certified", f"is {r.get('inv_tau_certified')}, but the empirical "
+                                                               f"run at n = n_max compared {e['inv_tau_certified_at_n']}")
         xe = float(e["inv_tau_empirical"])
         if not (xe > 0 and math.isclose(e["ratio_certified_to_empirical"], float(ce) / xe, rel_tol=1e-12)):
             rep.add(f"{where}.ratio_certified_to_empirical", "is not inv_tau_certified_at_n / inv_tau_empirical")
