@@ -425,14 +425,15 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
     ``tune``: further parameters the search finds together with τ (``("eps_ln",)``: the largest
     certifiable layer-norm ε; the construction is then rebuilt with it).
     ``all_n`` defaults to True when every bound is uniform in n (regime U/P selections, the ``pe``
-    comparator; :attr:`Construction.uniform_in_n`) and False otherwise.
+    comparator, ``ln`` comparators with ε_LN = 0 in any regime; :attr:`Construction.uniform_in_n`)
+    and False otherwise.
     Returns the certificate as a dict (schema 2); raises :class:`ParameterError` on bad input and
     :class:`SearchFailed` when ``find_tau`` finds no certifiable temperature.
     """
     t_start = time.perf_counter()
     check_range(n_lo, n_max, tau, find_tau)
-    if all_n is None:
-        all_n = c.uniform_in_n
+    if all_n is None:  # (a searched ε_LN > 0 is not exact for every n: Θ(n²))
+        all_n = c.uniform_in_n and "eps_ln" not in tune
     say = progress or (lambda s: None)
     proofs = ProofCache()
     tune = ("tau",) + tuple(tune)

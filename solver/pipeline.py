@@ -15,7 +15,7 @@ import mpmath
 import networkx as nx
 import sympy as sp
 
-from ..bounds.core import tau
+from ..bounds.core import eps_ln, tau
 from ..bounds.derive import NodeBound, derive, evaluate, in_tau, required_inv_tau
 from ..constructions.compile import assign_attention, compile_formula
 from ..bounds.params import Params
@@ -77,9 +77,15 @@ class Construction:
 
     @property
     def uniform_in_n(self) -> bool:
-        """True when every bound has an n-independent form (one τ for all lengths: regime U/P
-        selections, the ``pe`` comparator), so ``all_n`` certificates make sense."""
-        return self.regime in ("U", "P") and all(nb.bound.all_n is not None for nb in self.distinct_bounds())
+        """True when every node is within tolerance uniformly in n, so ``all_n`` certificates make
+        sense: an n-independent bound in regimes U/P (selections, the ``pe`` comparator: one τ for all
+        lengths), or an exact node (a layer-norm comparator with ε_LN = 0: error 0 for every n,
+        THEORY §5 (a)) in any regime."""
+        def uniform(nb: NodeBound) -> bool:
+            if nb.bound.parameter == eps_ln and self.params.eps_ln == 0:
+                return True
+            return self.regime in ("U", "P") and nb.bound.all_n is not None
+        return all(uniform(nb) for nb in self.distinct_bounds())
 
     def inv_tau_closed_form(self, n: int) -> mpmath.mpf:
         """Closed-form sufficient ``1/τ*(n, η)`` (max over τ-dependent nodes); independent of n

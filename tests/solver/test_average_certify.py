@@ -91,3 +91,27 @@ def test_average_outside_regime_t_is_bad_input(capsys):
     assert main(["bound", "P a", "--regime", "U", "--construction", "average"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs regime T" in err[0]
+
+
+def test_layernorm_eps_0_certificate_is_for_all_n(tmp_path, capsys):
+    """THEORY §1, §5 (a): the ln comparator with eps_ln = 0 is exact for every n, in regime T too."""
+    out = tmp_path / "maj.json"
+    assert main(["certify", "#a > #b", "--alphabet", "ab", "--comparator", "ln", "--eps-ln", "0", "--tau", "1",
+                 "--n-max", "1000", "--json", "-o", str(out)]) == 0
+    capsys.readouterr()
+    c = json.loads(out.read_text())
+    assert c["range"]["all_n"] is True
+    assert [(cl["n_lo"], cl["n_hi"], cl["status"]) for cl in c["claims"]] == [(1, None, "proved")]
+    assert main(["verify", str(out)]) == 0
+    capsys.readouterr()
+    bad = json.loads(out.read_text())
+    bad["range"]["all_n"] = False  # an input: the claims' ranges re-derived from it differ
+    bad["hashes"] = compute_hashes(bad)
+    assert not verify_certificate(bad).ok
+
+
+def test_hahn_says_why_layernorm_is_not_covered(capsys):
+    assert main(["hahn", "#a > #b", "--alphabet", "ab", "--comparator", "ln", "--tau", "1", "--json"]) == 1
+    r = json.loads(capsys.readouterr().out)
+    assert r["applicable"] is False and r["layernorm_nodes"] and "Lipschitz" in r["reason"]
+    assert r["eps_ln"] == "0" and "third escape" in r["reason"]
