@@ -14,7 +14,7 @@ attention node whose bound depends on τ:
   (`constructions.simulate.edge_words`: a key that holds at one position only).  Only the probed node runs at the probe
   temperature: its W_Q is scaled by probe/base, every other head runs at the certificate's 1/τ,
   so the probed node's inputs are clean (THEORY §3) and only its own error is measured.
-  Geometric bisection to a relative 1e-4.
+  Geometric bisection to a relative 1e-3.
 
 A numeric run never proves (THEORY §7): the empirical value is a lower estimate of the true
 minimum (the words tried may miss the worst one), so ratio = certified/empirical ≥ 1 when the
@@ -87,15 +87,15 @@ def worst_output_error(c, words, node: str, base: float, probe: float) -> float:
     return max((ob.output_error for ob in s.heads.get(node, {}).values()), default=0.0)
 
 
-def empirical_min(c, words, node: str, base: float, start: float, eta: float, rel: float = 1e-4) -> float | None:
+def empirical_min(c, words, node: str, base: float, start: float, eta: float, rel: float = 1e-3) -> float | None:
     """Smallest probe 1/τ with the node's worst output error ≤ η (geometric bisection)."""
     ok = lambda x: worst_output_error(c, words, node, base, x) <= eta
     hi = start
     if not ok(hi):
         return None  # the certified value itself fails on outputs: a bound or construction bug
-    lo = hi / 2
+    lo = hi / 1.25
     while ok(lo):
-        hi, lo = lo, lo / 2
+        hi, lo = lo, lo / 1.25
         if lo < 1e-6:
             return 0.0
     while hi / lo > 1 + rel:

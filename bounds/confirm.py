@@ -223,7 +223,8 @@ def key_pattern_checks(model: Transformer, bounds: Mapping[str, NodeBound], ns: 
             # a head whose key is ≡ 1 (Y, X) never sees key ≡ 0: its bound covers the ones pattern only
             pats = key_patterns(nb.bound)
             ob = key_pattern_leak(model, node, key, k, it, patterns=pats, spacing=nb.bound.spacing,
-                                  direction=g.nodes[node].get("direction", "past"), quantity=nb.bound.quantity)
+                                  direction=g.nodes[node].get("direction", "past"), quantity=nb.bound.quantity,
+                                  first=nb.bound.first)
             bd = nb.value(k, Fraction(it), beta_value=beta, eta_value=eta)
             allow = leak_rounding_allowance(ob.score_scale, ob.key_dim, it, k + 1)
             if nb.bound.quantity == "output":

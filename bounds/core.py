@@ -77,6 +77,9 @@ class Bound:
     spacing: int = 1
     #: "leak" | "output": the quantity ``leak`` bounds and numeric runs observe
     quantity: str = "leak"
+    #: selections: the first position (from the start; from the end for future ones) where the key
+    #: can be 1, which an output bound may use (THEORY §4b)
+    first: int = 1
 
 
 def gap_lemma(m: sp.Expr, gap: sp.Expr) -> sp.Expr:

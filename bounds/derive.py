@@ -88,8 +88,11 @@ def in_tau(b: Bound, fixed: Params | dict | None = None) -> sp.Expr:
 
 @bound_rule("select")
 def _selection_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
-    if g.nodes[v].get("attention") == "average":  # THEORY §4b: output-error bound of the AHA head
+    a = g.nodes[v]
+    if a.get("attention") == "average":  # THEORY §4b: output-error bound of the AHA head
         return S.average_bound(regime)
+    if a.get("average_ok") and regime in ("U", "P"):  # value = key: judged on the output (THEORY §4b)
+        return S.unique_output_bound_U(int(a.get("key_first", 1)))
     return unique_selection_bound(g, v, regime)
 
 

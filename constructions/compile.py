@@ -20,7 +20,9 @@ Node attributes (plain data, so ``networkx.node_link_data`` serialises the graph
   (strict_past|strict_future), ``tie`` (rightmost for past, leftmost for future: the nearest),
   ``rule`` (UHA-rightmost|UHA-leftmost), ``key`` and ``value`` (node ids of b and v), ``key_const``
   (True when b ≡ 1), ``key_spacing`` (the least distance between two positions with b = 1, proved
-  by enumeration for local keys, else 1: :mod:`softhard.constructions.spacing`), ``default`` (0,
+  by enumeration for local keys, else 1: :mod:`softhard.constructions.spacing`), ``key_first``
+  (the first position, counted from the start for past and from the end for future selections,
+  where b can be 1: :func:`~softhard.constructions.spacing.key_first`), ``default`` (0,
   supplied by BOS); after :func:`assign_attention`: ``attention`` (``unique`` | ``average``) and
   ``average_ok`` (True when the output does not depend on which maximal position is chosen: key =
   value, i.e. P and F; THEORY §4b);
@@ -51,7 +53,7 @@ import networkx as nx
 
 from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position
 from .errors import FormulaError, ParameterError
-from .spacing import key_spacing
+from .spacing import key_first, key_spacing
 from .parameters import check_comparator, check_construction
 
 _PAST = {"Y": "past", "P": "past", "S": "past", "X": "future", "F": "future", "U": "future"}
@@ -149,13 +151,15 @@ class _Builder:
             return self.const(False)  # value ≡ 0 or no position ever selected: default 0
         # the least distance between two key = 1 positions, proved by enumeration (1: general case)
         spacing = 1 if ck == 1 or key_formula is None else key_spacing(key_formula, self.alphabet)
+        # the first position (from the start, or the end for a future selection) where b can be 1
+        first = 1 if ck == 1 or key_formula is None else key_first(key_formula, self.alphabet, direction)
         return self._add(
             formula, "select", {"key": key, "value": value}, aux=aux,
             operator=operator, direction=direction,
             mask="strict_past" if direction == "past" else "strict_future",
             tie="rightmost" if direction == "past" else "leftmost",
             rule="UHA-rightmost" if direction == "past" else "UHA-leftmost",
-            key=key, value=value, key_const=(ck == 1), key_spacing=spacing, default=0)
+            key=key, value=value, key_const=(ck == 1), key_spacing=spacing, key_first=first, default=0)
 
     # -- formulas -----------------------------------------------------------------------------
     def build(self, f: Formula, aux: bool = False) -> str:

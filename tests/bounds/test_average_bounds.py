@@ -70,3 +70,47 @@ def test_theta_log_n():
     assert mpmath.almosteq(got, -2 * mpmath.log(x), rel_eps=mpmath.mpf(10) ** -30)
     assert 14.9 < got < 15.0
     assert S.asymptotic_order(S.inv_tau_star_T_average())[0] == "Θ(log n)"
+
+
+def worst_output_error_U(n: int, inv_tau, first: int) -> mpmath.mpf:
+    """Max over key patterns with b = 0 before position ``first`` and every query i of |soft − UHA|
+    of the regime-U head: score j + i·b(j), BOS i, value b (0 at BOS); exact softmax written out."""
+    t = mpmath.mpf(inv_tau)
+    worst = mpmath.mpf(0)
+    for b in itertools.product((0, 1), repeat=n):
+        if any(b[: first - 1]):
+            continue
+        for i in range(1, n + 1):
+            keys = b[: i - 1]
+            scores = [i] + [j + i * k for j, k in enumerate(keys, start=1)]
+            vals = [0] + list(keys)
+            m = max(scores)
+            ws = [mpmath.exp(t * (s - m)) for s in scores]
+            soft = sum(w * v for w, v in zip(ws, vals)) / sum(ws)
+            hard = 1 if any(keys) else 0  # the rightmost b = 1 has value 1
+            worst = max(worst, abs(soft - hard))
+    return worst
+
+
+@pytest.mark.parametrize("n", [2, 4, 7])
+@pytest.mark.parametrize("first", [1, 2, 3])
+def test_unique_output_bound_in_regime_u_is_the_exact_worst_case(n, first):
+    for inv_tau in (mpmath.mpf(1) / 2, 2):
+        got = evaluate(S.output_U_unique(first), n_value=n, inv_tau=inv_tau)
+        want = worst_output_error_U(n, inv_tau, first)
+        if n < first + 1:  # no query sees a b = 1: the worst case is output 0 (the bound: valid from n = first)
+            assert want == 0
+            assert n < first or got >= 0
+            continue
+        assert mpmath.almosteq(got, want, rel_eps=mpmath.mpf(10) ** -30)
+        sup = evaluate(S.output_U_unique_all_n(first), n_value=n, inv_tau=inv_tau)
+        assert got <= sup
+
+
+def test_key_first():
+    from softhard.constructions.parse import parse_formula
+    from softhard.constructions.spacing import key_first
+    cases = {("a & Y(b & Y a)", "past"): 3, ("a & Y(b & Y a)", "future"): 1, ("Y Y a", "past"): 3,
+             ("a & X b", "future"): 2, ("P a", "past"): 1, ("a", "past"): 1}
+    for (f, d), want in cases.items():
+        assert key_first(parse_formula(f), "ab", d) == want
