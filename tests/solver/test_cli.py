@@ -130,7 +130,10 @@ def test_bound_command(capsys):
     rc, r = run_json(capsys, "bound", T4, "--regime", "U", "--n-max", "1000000")
     for x in r["nodes"]:
         assert x["order"] == "Θ(1)" and abs(x["inv_tau_closed_form"] - math.log(4)) < 1e-12
-        assert x["all_n_bound"] == "exp(-1/tau)"
+        # H's inner P node is judged on its output (THEORY §4b): its key "000 ends here" is first
+        # possible at position 3, so the supremum over n is q^3/(1 - q + q^3), q = e^{-1/tau}
+        want = "exp(-3/tau)/(1 - exp(-1/tau) + exp(-3/tau))" if x["node"].startswith("P") else "exp(-1/tau)"
+        assert x["all_n_bound"] == want
     assert main(["bound", T4, "--latex"]) == 0
     assert "\\frac" in capsys.readouterr().out
 
