@@ -128,11 +128,11 @@ def default_comparator(regime: str) -> str:
 
 
 def build(spec: FormulaSpec, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAULT_ETA, comparator: str | None = None,
-          eps_ln=None) -> Construction:
+          eps_ln=None, construction: str | None = None) -> Construction:
     """:func:`build_formula` with the parameters given one by one (validated into one
     :class:`Params`)."""
     return build_formula(spec, Params(regime=regime, beta=beta, eta=eta, comparator=comparator,
-                                      eps_ln=0 if eps_ln is None else eps_ln))
+                                      eps_ln=0 if eps_ln is None else eps_ln, construction=construction))
 
 
 def build_formula(spec: FormulaSpec, params: Params) -> Construction:
