@@ -97,7 +97,8 @@ class Confirmation:
 
     def summary(self, word_chars: int | None = None) -> dict[str, dict]:
         """Per node: inputs tried, the worst check (largest observed/bound among the checks whose
-        premise holds; among all checks if none does), its bound and ratio, the rounding
+        premise holds and whose rounding allowance is below 1 — where float64 resolves the bound;
+        among all checks if none does), its bound and ratio, the rounding
         allowance (``None`` when it is infinite: no float64 rounding guarantee at that 1/τ, so the
         run can refute nothing; JSON has no infinity), violations, premise failures, tightness per
         family and the largest leak.  ``word_chars``: truncate the attaining word to this many
@@ -106,6 +107,9 @@ class Confirmation:
         for node in dict.fromkeys(c.node for c in self.checks):
             cs = [c for c in self.checks if c.node == node]
             guarded = [c for c in cs if c.premise is None] or cs
+            # tightness is read where the observation resolves the bound (allowance below 1): an output
+            # error of 1e-16 (float rounding) against a bound of 1e-100 says nothing about tightness
+            guarded = [c for c in guarded if c.allowance_rel < 1] or guarded
             w = max(guarded, key=lambda c: c.ratio)
             word = w.word if word_chars is None or len(w.word) <= word_chars else w.word[:word_chars - 3] + "..."
             out[node] = {
@@ -173,11 +177,38 @@ def compare(summary: RunSummary, bounds: Mapping[str, NodeBound], family: str, *
         for k, ob in per_n.items():
             bd = nb.value(k, Fraction(ob.inv_tau), beta_value=beta, eta_value=eta)
             allow = ob.allowance_rel + nb.rounding_allowance(k, Fraction(ob.inv_tau))
+            observed = ob.leak
+            if nb.bound.quantity == "output":  # an output-error bound (THEORY §4b): observe the output
+                observed, allow = ob.output_error, output_allowance(ob.allowance_rel, k, float(bd))
             checks.append(NodeCheck(node=node, family=family, n=k, inv_tau=ob.inv_tau, inputs=ob.inputs,
-                                    observed=ob.leak, bound=float(bd), allowance_rel=allow,
+                                    observed=observed, bound=float(bd), allowance_rel=allow,
                                     word="".join(ob.word) if all(len(s) == 1 for s in ob.word) else " ".join(ob.word),
                                     row=ob.row))
     return checks
+
+
+def output_allowance(weight_rel: float, n: int, bound: float) -> float:
+    """Relative float64 allowance for an observed output error ``|soft − hard|`` of a Boolean-valued
+    head: the soft weights are within relative ``weight_rel`` (the leak allowance), so the output
+    (a convex mix of values in [0, 1]) is within ``weight_rel + (n + 4)·u`` absolutely; relative to
+    ``bound`` (``inf`` for a zero bound: nothing can be refuted there)."""
+    if bound <= 0:
+        return float("inf")
+    return (weight_rel + (n + 4) * 2.0 ** -53) / bound
+
+
+#: how a certificate names each key pattern of :func:`key_patterns`
+PATTERN_TEXT = {"ones": "b ≡ 1", "zeros": "b ≡ 0", "single": "one b = 1"}
+
+
+def key_patterns(b) -> tuple[str, ...]:
+    """The key patterns (:func:`softhard.constructions.adversarial.key_pattern`) that attain a
+    selection bound ``b``: ``ones`` for a key ≡ 1 (Y, X never see key ≡ 0), ``single`` and ``ones``
+    for an average-hard output bound (THEORY §4b; key ≡ 0 gives output 0 exactly), else ``ones``
+    and ``zeros`` (THEORY §4 cases A and B)."""
+    if b.quantity == "output":
+        return ("single", "ones")
+    return ("ones",) if b.key_const else ("ones", "zeros")
 
 
 def key_pattern_checks(model: Transformer, bounds: Mapping[str, NodeBound], ns: Sequence[int],
@@ -194,13 +225,18 @@ def key_pattern_checks(model: Transformer, bounds: Mapping[str, NodeBound], ns: 
         for k in ns:
             it = float(inv_tau(k) if callable(inv_tau) else inv_tau)
             # a head whose key is ≡ 1 (Y, X) never sees key ≡ 0: its bound covers the ones pattern only
-            pats = ("ones",) if nb.bound.key_const else ("ones", "zeros")
+            pats = key_patterns(nb.bound)
             ob = key_pattern_leak(model, node, key, k, it, patterns=pats, spacing=nb.bound.spacing,
-                                  direction=g.nodes[node].get("direction", "past"))
+                                  direction=g.nodes[node].get("direction", "past"), quantity=nb.bound.quantity,
+                                  first=nb.bound.first)
             bd = nb.value(k, Fraction(it), beta_value=beta, eta_value=eta)
-            out.append(NodeCheck(node=node, family="adversarial-key", n=k, inv_tau=it, inputs=2, observed=ob.leak,
-                                 bound=float(bd), allowance_rel=leak_rounding_allowance(ob.score_scale, ob.key_dim, it, k + 1),
-                                 word=(f"key ≡ {1 if ob.pattern == 'ones' else 0}" if nb.bound.spacing == 1 or
+            allow = leak_rounding_allowance(ob.score_scale, ob.key_dim, it, k + 1)
+            if nb.bound.quantity == "output":
+                allow = output_allowance(allow, k, float(bd))
+            out.append(NodeCheck(node=node, family="adversarial-key", n=k, inv_tau=it, inputs=len(pats), observed=ob.leak,
+                                 bound=float(bd), allowance_rel=allow,
+                                 word=("one key = 1" if ob.pattern == "single" else
+                                       f"key ≡ {1 if ob.pattern == 'ones' else 0}" if nb.bound.spacing == 1 or
                                        ob.pattern != "ones" else f"key = 1 every {nb.bound.spacing}"),
                                  row=ob.row))
     return out

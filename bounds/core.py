@@ -50,7 +50,11 @@ class Bound:
       ``n``, ``τ``) for the observed error, covering rounding in the node's *inputs* (e.g. a
       comparator's ``F`` computed from rounded proportions); ``None`` when the engine's own
       allowance covers everything (THEORY §7);
-    * ``spacing``: for selections, the key spacing the bound relies on (THEORY §2 "structured rows").
+    * ``spacing``: for selections, the key spacing the bound relies on (THEORY §2 "structured rows");
+    * ``quantity``: what ``leak`` bounds — ``"leak"`` (the soft weight outside the hard argmax set,
+      which bounds the output error for Boolean values) or ``"output"`` (directly the error of the
+      node's output value as the clean-up reads it, THEORY §4b); numeric confirmation observes the
+      same quantity.
     """
 
     kind: str
@@ -71,6 +75,11 @@ class Bound:
     rounding: sp.Expr | None = None
     #: selections: the key's least distance between two 1s that the bound uses (1: general)
     spacing: int = 1
+    #: "leak" | "output": the quantity ``leak`` bounds and numeric runs observe
+    quantity: str = "leak"
+    #: selections: the first position (from the start; from the end for future ones) where the key
+    #: can be 1, which an output bound may use (THEORY §4b)
+    first: int = 1
 
 
 def gap_lemma(m: sp.Expr, gap: sp.Expr) -> sp.Expr:

@@ -93,9 +93,31 @@ def in_tau(b: Bound, fixed: Params | dict | None = None) -> sp.Expr:
 
 @bound_rule("select")
 def _selection_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
+    a = g.nodes[v]
+    if a.get("attention") == "average":  # THEORY §4b: output-error bound of the AHA head
+        return S.average_bound(regime)
+    if a.get("average_ok") and regime in ("U", "P"):  # value = key: judged on the output (THEORY §4b)
+        return S.unique_output_bound_U(int(a.get("key_first", 1)))
+    return unique_selection_bound(g, v, regime)
+
+
+def unique_selection_bound(g: nx.DiGraph, v: str, regime: str) -> Bound:
+    """The unique-hard (UHA) leak bound of selection ``v`` (THEORY §4), whatever ``v`` is built as."""
     # regime P (THEORY §5 parity PE) builds its selections exactly as regime U
     r, kc, d = "U" if regime == "P" else regime, bool(g.nodes[v].get("key_const")), int(g.nodes[v].get("key_spacing", 1))
     return cached_bound("selection", [r, kc, d], lambda: S.selection_bound(r, key_const=kc, spacing=d))
+
+
+def alternative_bound(g: nx.DiGraph, v: str, regime: str) -> tuple[str, Bound] | None:
+    """For a selection whose construction was chosen (``average_ok``, THEORY §4b): the construction
+    *not* chosen and its bound — ``("unique", UHA leak bound)`` for an average node, ``("average",
+    AHA output bound)`` for a unique one in regime T; None otherwise."""
+    a = g.nodes[v]
+    if a.get("op") != "select" or not a.get("average_ok"):
+        return None
+    if a.get("attention") == "average":
+        return "unique", unique_selection_bound(g, v, regime)
+    return ("average", S.average_bound(regime)) if regime == "T" else None
 
 
 def derive(g: nx.DiGraph, regime: str) -> dict[str, NodeBound]:

@@ -14,7 +14,9 @@ Names and meanings (never mixed):
 * ``epsilon``: ε, the output tolerance of a model-file or Tracr construction, ε > 0 (THEORY §6);
 * ``eps_ln``: ε_LN ≥ 0 of layer-norm comparators (THEORY §5 (a)); ``None`` when there is none;
 * ``comparator``: how count comparisons are built, "ln" | "head" | "pe" (``None``: no comparison);
-* ``inv_tau``: 1/τ > 0, the inverse temperature (``None`` until a run or a search chooses it).
+* ``inv_tau``: 1/τ > 0, the inverse temperature (``None`` until a run or a search chooses it);
+* ``construction``: how P/F selections (key = value) are built, "auto" | "unique" | "average"
+  (THEORY §4b; ``None``: auto).
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from fractions import Fraction
 import sympy as sp
 
 from ..constructions.errors import ParameterError
-from ..constructions.parameters import (DEFAULT_BETA, DEFAULT_ETA, check_beta, check_comparator, check_eps_ln,
-                                        check_eta, check_regime, to_fraction)
+from ..constructions.parameters import (DEFAULT_BETA, DEFAULT_ETA, check_beta, check_comparator, check_construction,
+                                        check_eps_ln, check_eta, check_regime, to_fraction)
 from .cache import subs as cached_subs
 from .core import beta as beta_sym
 from .core import eps_ln as eps_ln_sym
@@ -71,6 +73,7 @@ class Params:
     eps_ln: Fraction | None = None
     comparator: str | None = None
     inv_tau: Fraction | None = None
+    construction: str | None = None
 
     def __post_init__(self) -> None:
         if self.regime is not None:
@@ -83,6 +86,8 @@ class Params:
         if self.comparator is not None:
             check_comparator(self.comparator)
         set_(self, "inv_tau", None if self.inv_tau is None else check_inv_tau_exact(self.inv_tau))
+        if self.construction is not None:
+            check_construction(self.construction)
 
     @property
     def tau(self) -> Fraction | None:

@@ -50,7 +50,9 @@ from .core import HALF, Bound, asymptotic_order, beta, eta, gap_lemma, n, tau
 
 __all__ = ["Bound", "SelectionBound", "asymptotic_order", "beta", "eta", "gap_lemma", "n", "tau", "THETA",
            "geometric", "leak_T", "leak_U", "leak_U_all_n", "generic_T", "generic_U", "inv_tau_star_T",
-           "inv_tau_star_U", "inv_tau_star_generic", "selection_bound", "HALF"]
+           "inv_tau_star_U", "inv_tau_star_generic", "selection_bound", "HALF", "output_T_average",
+           "inv_tau_star_T_average", "inv_tau_exact_T_average", "average_bound", "output_U_unique",
+           "output_U_unique_all_n", "unique_output_bound_U"]
 
 #: splitting constant θ of the sufficient closed form for regime T (see :func:`inv_tau_star_T`)
 THETA = sp.Rational(1, 1000)
@@ -181,3 +183,94 @@ def selection_bound(regime: str, key_const: bool = False, spacing: int = 1) -> B
             gap=sp.Integer(1), all_n=leak_U_all_n(), n_min=1,
             attained_by="key ≡ 1 or key ≡ 0 up to the query")
     raise ValueError(f"unknown regime {regime!r}")
+
+
+def output_T_average() -> sp.Expr:
+    """Exact worst-case *output* error of an average-hard selection in regime T (THEORY §4b), n ≥ 2.
+
+    Head: score ``b(j)`` on real positions, BOS ``1/2``, value ``v = b`` (0 at BOS), rule AHA; the
+    clean-up reads the output ``y = Σ_{b(j)=1} α_j``.  With ``a`` positions with b = 1 and ``m``
+    real positions in the mask and ``x = e^{−1/(2τ)}``:
+
+    * ``a = 0``: every value is 0, so ``y = 0`` exactly (the hard output): error 0;
+    * ``a ≥ 1``: ``y = a/(a + x + (m−a)x²)`` (BOS at gap 1/2, the ``m − a`` positions with b = 0
+      at gap 1), error ``1 − y = S/(a + S)`` with ``S = x + (m−a)x²``.  It decreases in ``a`` and
+      increases in ``m ≤ n − 1`` (strict mask, query n or 1), so the worst case over all words of
+      length n is ``a = 1``, ``m = n − 1``:
+
+    ``err(n, τ) = S/(1 + S)``, ``S = e^{−1/(2τ)} + (n − 2)·e^{−1/τ}``, attained exactly by one
+    position with b = 1 before the last query (after the first, for F).
+    """
+    S = sp.exp(-HALF / tau) + (n - 2) * sp.exp(-1 / tau)
+    return S / (1 + S)
+
+
+def inv_tau_star_T_average() -> sp.Expr:
+    """Closed-form sufficient 1/τ for :func:`output_T_average` ≤ η:
+    ``max(2·ln(2(1−η)/η), ln(2(n−1)(1−η)/η))``.  Proof: then ``e^{−1/(2τ)} ≤ η/(2(1−η))`` and
+    ``(n−2)e^{−1/τ} ≤ η/(2(1−η))``, so ``S ≤ η/(1−η)`` and ``S/(1+S) ≤ η``.  Leading order
+    ``ln n``: Θ(log n) (THEORY §4b)."""
+    return sp.Max(2 * sp.log(2 * (1 - eta) / eta), sp.log(2 * (n - 1) * (1 - eta) / eta))
+
+
+def inv_tau_exact_T_average() -> sp.Expr:
+    """The exact requirement: :func:`output_T_average` = η at ``1/τ = −2·ln x*`` with
+    ``x* = 2k/(1 + √(1 + 4(n−2)k))``, ``k = η/(1−η)`` (the positive root of ``(n−2)x² + x = k``,
+    written without cancellation; valid for n ≥ 2)."""
+    k = eta / (1 - eta)
+    return -2 * sp.log(2 * k / (1 + sp.sqrt(1 + 4 * (n - 2) * k)))
+
+
+@lru_cache(maxsize=8)
+def average_bound(regime: str) -> Bound:
+    """:class:`Bound` of an average-hard selection (THEORY §4b): an output-error bound
+    (``quantity = "output"``).  Only regime ``"T"``; raises ``ValueError`` otherwise."""
+    if regime != "T":
+        raise ValueError(f"average-hard selections are built in regime T only, got {regime!r}")
+    return Bound(kind="average-selection", regime="T", leak=output_T_average(), generic=gap_lemma(n, HALF),
+                 inv_tau_star=inv_tau_star_T_average(), inv_tau_star_generic=inv_tau_star_generic(n, HALF),
+                 gap=HALF, all_n=None, n_min=2, quantity="output", source="THEORY §4b, §2",
+                 attained_by="one position with key = 1 in the mask of the last (first, for F) query; "
+                             "no key = 1: output exactly 0")
+
+
+def output_U_unique(first: int = 1) -> sp.Expr:
+    """Exact worst-case *output* error of a regime-U unique selection whose value is its key
+    (``P φ``, ``F φ``; THEORY §4b), for a key that can be 1 no earlier than position ``p = first``.
+
+    Query i, chosen ``j*`` (the nearest b = 1, ``j* ≥ p``, score ``j* + i``); the positions with
+    value 0 are BOS (score i: gap ``j*``) and the b = 0 positions (score j: gap ``j* + i − j``, all
+    distinct); earlier b = 1 positions carry value 1 and only add to the denominator.  Every gap
+    grows with ``j*`` and i, so the worst case is ``j* = p`` at the last query (i = n) with every
+    other position b = 0 (positions before p must be): gaps ``p … n−1`` (BOS and the b = 0 positions
+    after p) and ``n+1 … n+p−1`` (those before p).  With ``q = e^{−1/τ}``
+
+    ``S = q^p (1 − q^{n−p})/(1 − q) + q^{n+1} (1 − q^{p−1})/(1 − q)``, error ``S/(1 + S)``,
+
+    attained exactly for n ≥ p + 1; valid (every exponent ≤ 0) for n ≥ p, and below p + 1 no b = 1
+    is visible: output 0 exactly.  With p = 1 it is :func:`leak_U`."""
+    p = int(first)
+    q = sp.exp(-1 / tau)
+    S = sp.exp(-sp.Integer(p) / tau) * (1 - sp.exp(-(n - p) / tau)) / (1 - q)
+    if p > 1:
+        S += sp.exp(-(n + 1) / tau) * (1 - sp.exp(-sp.Integer(p - 1) / tau)) / (1 - q)
+    return S / (1 + S)
+
+
+def output_U_unique_all_n(first: int = 1) -> sp.Expr:
+    """Supremum over n of :func:`output_U_unique`: ``q^p/(1 − q + q^p)`` (= q for p = 1)."""
+    qp = sp.exp(-sp.Integer(int(first)) / tau)
+    return qp / (1 - sp.exp(-1 / tau) + qp)
+
+
+@lru_cache(maxsize=16)
+def unique_output_bound_U(first: int = 1) -> Bound:
+    """:class:`Bound` of a regime-U (or P) unique selection whose value is its key, on its output
+    (THEORY §4b): :func:`output_U_unique`, one τ for every n (:func:`output_U_unique_all_n`)."""
+    p = int(first)
+    return Bound(kind="selection", regime="U", leak=output_U_unique(p), generic=generic_U(),
+                 inv_tau_star=sp.log(1 / eta),  # q ≤ η: S ≤ q/(1−q) ≤ η/(1−η) for every p
+                 inv_tau_star_generic=inv_tau_star_generic(n, sp.Integer(1)), gap=sp.Integer(1),
+                 all_n=output_U_unique_all_n(p), n_min=p, quantity="output", first=p, source="THEORY §4b, §4",
+                 attained_by=f"one key = 1 at position {p} from the start (end, for F) before the query; "
+                             "no key = 1: output exactly 0")

@@ -33,26 +33,43 @@ class KeyPatternObservation:
     row: int
     score_scale: float
     key_dim: int
+    #: largest |soft − hard| of the head's output over the rows of the winning pattern
+    output_error: float = 0.0
 
 
-def key_pattern(n: int, pattern: str, spacing: int = 1, direction: str = "past") -> np.ndarray:
+def key_pattern(n: int, pattern: str, spacing: int = 1, direction: str = "past", first: int = 1) -> np.ndarray:
     """The key column (length n, positions 1..n) of a pattern: ``"zeros"``; ``"ones"`` — b = 1
     every ``spacing`` positions, ending at position n−1 for a past selection (the last query's
-    nearest candidate) or starting at 2 for a future one; with spacing 1, b ≡ 1."""
+    nearest candidate) or starting at 2 for a future one; with spacing 1, b ≡ 1; ``"single"`` —
+    b = 1 at position ``first`` (past) or ``n + 1 − first`` (future) only, the worst case of a
+    selection's output when its value is its key (THEORY §4b; ``first``: the first position where
+    the key can be 1)."""
     col = np.zeros(n)
-    if pattern == "ones":
+    if pattern == "single":
+        if first <= n:
+            col[first - 1 if direction == "past" else n - first] = 1.0
+    elif pattern == "ones":
         j = np.arange(1, n + 1)
         col[((n - 1 - j) if direction == "past" else (j - 2)) % spacing == 0] = 1.0
+        # (a key that cannot be 1 before position `first` from its start is 0 there)
+        if direction == "past":
+            col[:first - 1] = 0.0
+        elif first > 1:
+            col[n - first + 1:] = 0.0
     return col
 
 
 def key_pattern_leak(model: Transformer, head_name: str, key_label: str, n: int, inv_tau: float,
-                     patterns=("ones", "zeros"), spacing: int = 1, direction: str = "past") -> KeyPatternObservation:
+                     patterns=("ones", "zeros"), spacing: int = 1, direction: str = "past",
+                     quantity: str = "leak", first: int = 1) -> KeyPatternObservation:
     """Run head ``head_name`` of ``model`` alone at length ``n`` with its key coordinate
     ``key_label`` set to each pattern (:func:`key_pattern`; 0 at BOS, as in every construction) and
     return the largest leak seen.  The other coordinates come from the embedding of the word
     ``alphabet[0]^n``.  ``spacing``/``direction``: the key spacing the node's bound assumes (a key
-    never 1 at two positions closer than that) and the selection's direction.
+    never 1 at two positions closer than that) and the selection's direction.  ``quantity``:
+    ``"leak"`` (the default) or ``"output"`` (the largest |soft − hard| of the head's output, the
+    quantity an output-error bound such as THEORY §4b's bounds) decides which pattern is worst and
+    is what ``leak`` then holds; ``first``: where the ``single`` pattern puts its one b = 1.
 
     Raises ``ModelFormatError`` for an unknown head or label.
     """
@@ -64,13 +81,15 @@ def key_pattern_leak(model: Transformer, head_name: str, key_label: str, n: int,
     best = None
     for pat in patterns:
         x = x0.copy()
-        x[:, 1:, k] = key_pattern(n, pat, spacing, direction)
+        x[:, 1:, k] = key_pattern(n, pat, spacing, direction, first)
         x[:, 0, k] = 0.0
         tr = run_head(head, x, soft=True, inv_tau=inv_tau)
-        leak = tr.leak[0, 1:]
+        err = np.max(np.abs(tr.soft[0, 1:] - tr.hard[0, 1:]), axis=-1)
+        leak = tr.leak[0, 1:] if quantity == "leak" else err
         r = int(np.argmax(leak))
         ob = KeyPatternObservation(node=head_name, n=n, inv_tau=inv_tau, leak=float(leak[r]), pattern=pat,
-                                   row=r + 1, score_scale=tr.score_scale, key_dim=tr.key_dim)
+                                   row=r + 1, score_scale=tr.score_scale, key_dim=tr.key_dim,
+                                   output_error=float(err[r]))
         if best is None or ob.leak > best.leak:
             best = ob
     return best

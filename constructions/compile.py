@@ -20,8 +20,12 @@ Node attributes (plain data, so ``networkx.node_link_data`` serialises the graph
   (strict_past|strict_future), ``tie`` (rightmost for past, leftmost for future: the nearest),
   ``rule`` (UHA-rightmost|UHA-leftmost), ``key`` and ``value`` (node ids of b and v), ``key_const``
   (True when b ≡ 1), ``key_spacing`` (the least distance between two positions with b = 1, proved
-  by enumeration for local keys, else 1: :mod:`softhard.constructions.spacing`), ``default`` (0,
-  supplied by BOS);
+  by enumeration for local keys, else 1: :mod:`softhard.constructions.spacing`), ``key_first``
+  (the first position, counted from the start for past and from the end for future selections,
+  where b can be 1: :func:`~softhard.constructions.spacing.key_first`), ``default`` (0,
+  supplied by BOS); after :func:`assign_attention`: ``attention`` (``unique`` | ``average``) and
+  ``average_ok`` (True when the output does not depend on which maximal position is chosen: key =
+  value, i.e. P and F; THEORY §4b);
 * for ``atom``: ``symbol``; for ``const``: ``value`` (0 or 1);
 * counting (THEORY §5; the constructions are in :mod:`softhard.constructions.counting`):
 
@@ -48,9 +52,9 @@ from typing import Sequence
 import networkx as nx
 
 from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position
-from .errors import FormulaError
-from .spacing import key_spacing
-from .parameters import check_comparator
+from .errors import FormulaError, ParameterError
+from .spacing import key_first, key_spacing
+from .parameters import check_comparator, check_construction
 
 _PAST = {"Y": "past", "P": "past", "S": "past", "X": "future", "F": "future", "U": "future"}
 
@@ -147,13 +151,15 @@ class _Builder:
             return self.const(False)  # value ≡ 0 or no position ever selected: default 0
         # the least distance between two key = 1 positions, proved by enumeration (1: general case)
         spacing = 1 if ck == 1 or key_formula is None else key_spacing(key_formula, self.alphabet)
+        # the first position (from the start, or the end for a future selection) where b can be 1
+        first = 1 if ck == 1 or key_formula is None else key_first(key_formula, self.alphabet, direction)
         return self._add(
             formula, "select", {"key": key, "value": value}, aux=aux,
             operator=operator, direction=direction,
             mask="strict_past" if direction == "past" else "strict_future",
             tie="rightmost" if direction == "past" else "leftmost",
             rule="UHA-rightmost" if direction == "past" else "UHA-leftmost",
-            key=key, value=value, key_const=(ck == 1), key_spacing=spacing, default=0)
+            key=key, value=value, key_const=(ck == 1), key_spacing=spacing, key_first=first, default=0)
 
     # -- formulas -----------------------------------------------------------------------------
     def build(self, f: Formula, aux: bool = False) -> str:
@@ -343,3 +349,43 @@ def cleaned_nodes(g: nx.DiGraph) -> list[str]:
     """Ids of the nodes whose raw output is cleaned up by ``round_η`` into the node's coordinate
     (selections, comparators, parity heads), in topological order."""
     return [v for v in nx.topological_sort(g) if g.nodes[v]["op"] in ("select", "compare", "parity")]
+
+
+def average_eligible(g: nx.DiGraph, v: str) -> bool:
+    """True when selection ``v``'s output does not depend on which maximal position is chosen: its
+    value is its key (``P φ``, ``F φ``: the output is 1 iff some position in the mask has b = 1),
+    so an average-hard head over every such position computes it (THEORY §4b)."""
+    a = g.nodes[v]
+    return a["op"] == "select" and not a["key_const"] and a["key"] == a["value"]
+
+
+def assign_attention(g: nx.DiGraph, regime: str, construction: str | None = "auto") -> dict[str, str]:
+    """Choose per selection node of ``g`` (in place) how it is built: ``unique`` (UHA, THEORY §4)
+    or ``average`` (AHA over every position with b = 1, score ``b(j)``, BOS ``1/2``, no position
+    term; THEORY §4b).  ``construction``: ``auto`` (default, ``None`` too) | ``unique`` | ``average``.
+
+    ``auto`` picks ``average`` for every eligible node (:func:`average_eligible`) in regime T: its
+    output-error bound is below the unique construction's for every n ≥ 2, τ and β (THEORY §4b), so
+    it needs the smaller certified 1/τ; in regimes U/P (one τ for every n) the unique construction
+    is kept (an average-hard head without position term needs 1/τ = Θ(log n)).  ``average`` asks for
+    it on every eligible node (regime T only).  Sets node attributes ``attention``, ``average_ok``,
+    and for average nodes ``rule = "AHA"``, ``tie = "all"``.  Returns ``{node: attention}``.
+
+    Raises :class:`ParameterError` for an unknown method, or ``average`` outside regime T.
+    """
+    method = check_construction(construction or "auto")
+    if method == "average" and regime != "T":
+        raise ParameterError(f"construction 'average' needs regime T (bounded PE, tau shrinking with n); regime "
+                             f"{regime} keeps one tau for every n, which only the unique construction achieves "
+                             f"(THEORY §4b)")
+    out = {}
+    for v in select_nodes(g):
+        a = g.nodes[v]
+        ok = average_eligible(g, v)
+        avg = ok and regime == "T" and method in ("auto", "average")
+        a["average_ok"] = ok
+        a["attention"] = "average" if avg else "unique"
+        if avg:
+            a["rule"], a["tie"] = "AHA", "all"
+        out[v] = a["attention"]
+    return out

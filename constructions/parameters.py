@@ -121,6 +121,20 @@ def check_eps_ln(eps) -> Fraction:
 COMPARATORS = ("ln", "head", "pe")
 
 
+#: how a selection whose output does not depend on which maximal position is chosen (P, F: key =
+#: value) is built: ``unique`` (UHA, rightmost/leftmost, THEORY §4), ``average`` (AHA over every
+#: position where the key holds, regime T, THEORY §4b) or ``auto`` (per node the one needing the
+#: smaller certified 1/τ)
+CONSTRUCTIONS = ("auto", "unique", "average")
+
+
+def check_construction(method: str) -> str:
+    """Return ``method`` if it is one of :data:`CONSTRUCTIONS`; raise :class:`ParameterError` otherwise."""
+    if method not in CONSTRUCTIONS:
+        raise ParameterError(f"construction must be one of {', '.join(CONSTRUCTIONS)} (THEORY §4b), got {method!r}")
+    return method
+
+
 def check_comparator(method: str) -> str:
     """Return ``method`` if it is one of :data:`COMPARATORS`; raise :class:`ParameterError` otherwise."""
     if method not in COMPARATORS:

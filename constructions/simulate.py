@@ -311,17 +311,45 @@ def adversarial_words(model: Transformer, n: int, inv_tau: float, *, max_period:
 
     This is the adversarial family of THEORY §4 found by search rather than by hand, so it works
     for any formula: for each head it picks the pattern whose key comes closest to "a long run of
-    b = 1" (or b ≡ 0).  Returns ``{head name: word}``.
+    b = 1" (or b ≡ 0).  Returns ``{head name: word}``.  A model with average-hard selections
+    (graph node attribute ``attention = "average"``, THEORY §4b) is also searched on words made of
+    a short prefix or suffix and a periodic rest (:func:`edge_words`: the key = 1 at one position
+    that attains their output bound), and per such head the word with the largest output error
+    ``|soft − hard|`` is added as ``"<head>:output"``.
     """
     cands = periodic_words(model.alphabet, n, max_period)
+    g = model.meta.get("graph") if isinstance(model.meta, dict) else None
+    outs = {v for v, a in g.nodes(data=True) if a.get("attention") == "average"} if g is not None else set()
+    if outs:
+        cands = list(dict.fromkeys(cands + edge_words(model.alphabet, n)))
     best: dict[str, tuple[float, int]] = {}
     k0 = 0
     for chunk in _batches(cands, n, len(cands), BATCH_POSITIONS):
         soft = forward(model, model.encode(chunk), mode="soft", inv_tau=inv_tau)
         for name, tr in soft.heads.items():
-            per_word = tr.leak[:, 1:].max(axis=1)
-            k = int(np.argmax(per_word))
-            if name not in best or per_word[k] > best[name][0]:
-                best[name] = (float(per_word[k]), k0 + k)
+            crits = [(name, tr.leak[:, 1:].max(axis=1))]
+            if name in outs:
+                crits.append((name + ":output", np.abs(tr.soft[:, 1:] - tr.hard[:, 1:]).max(axis=(1, 2))))
+            for key, per_word in crits:
+                k = int(np.argmax(per_word))
+                if key not in best or per_word[k] > best[key][0]:
+                    best[key] = (float(per_word[k]), k0 + k)
         k0 += len(chunk)
     return {name: cands[k] for name, (_, k) in best.items()}
+
+
+def edge_words(alphabet: Sequence[str], n: int, max_edge: int = 3, max_period: int = 2) -> list[tuple[str, ...]]:
+    """Words ``u·v^k`` and ``v^k·u`` of length ``n`` with ``|u| ≤ max_edge``, ``|v| ≤ max_period``:
+    a key that holds only near one end (THEORY §4b: one b = 1 position attains an average-hard
+    selection's output bound)."""
+    out: dict[tuple[str, ...], None] = {}
+    for e in range(1, max_edge + 1):
+        for u in itertools.product(alphabet, repeat=e):
+            for p in range(1, max_period + 1):
+                for v in itertools.product(alphabet, repeat=p):
+                    if e >= n:
+                        continue
+                    tail = tuple((v * (n // p + 1))[:n - e])
+                    out[tuple(u) + tail] = None
+                    out[tail + tuple(u)] = None
+    return list(out)

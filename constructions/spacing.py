@@ -82,3 +82,39 @@ def key_spacing(f: Formula, alphabet: Sequence[str], *, max_spacing: int = MAX_S
                     if best == 1:
                         return 1
     return best
+
+
+def key_first(f: Formula, alphabet: Sequence[str], direction: str = "past", *,
+              max_words: int = MAX_WORDS) -> int:
+    """The least ``p ≥ 1`` such that ``f`` can hold at position ``p`` (``direction="past"``) or at
+    position ``n + 1 − p`` (``"future"``: counted from the end) of some word — proved by
+    enumeration like :func:`key_spacing`: a local formula with look-back ``P`` and look-ahead ``Q``
+    has, at every position more than ``P`` from the start (``Q`` from the end), the value it has at
+    position ``P + 1`` (``n − Q``) of the same window, so positions up to ``P + 1`` (``Q + 1``)
+    decide; every word of length ≤ ``P + Q + 1`` is tried.  Returns 1 (the general case, always
+    sound) for a non-local formula or beyond ``max_words``; ``P + 1`` (``Q + 1``) when it never
+    holds there.
+
+    Source: THEORY §4b (the output bound of a regime-U selection whose value is its key: BOS sits
+    ``j*`` ≥ p above the chosen position).
+    """
+    loc = locality(f)
+    if loc is None:
+        return 1
+    back, ahead = loc
+    near = back if direction == "past" else ahead
+    k = len(alphabet)
+    longest = back + ahead + 1
+    if sum(k**L for L in range(1, longest + 1)) > max_words:
+        return 1
+    best = near + 1
+    for L in range(1, longest + 1):
+        for w in itertools.product(alphabet, repeat=L):
+            t = truth(f, w)
+            for i, v in enumerate(t):
+                if v:
+                    p = i + 1 if direction == "past" else L - i
+                    best = min(best, p)
+            if best == 1:
+                return 1
+    return best

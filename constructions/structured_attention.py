@@ -200,12 +200,80 @@ def affine_scan(alpha: np.ndarray, betas: list[np.ndarray]) -> list[np.ndarray]:
 def structured_eval(st: _Struct, V: np.ndarray, mask: str, rule: str, inv_tau, soft: bool):
     """Exact O(N·G·dv) evaluation of a structured head; ``None`` if ``a`` is not strictly
     increasing within a group in the mask's accumulation order (then use the dense path)."""
+    if st.a is None and rule == "AHA":  # every member of a group ties (THEORY §4b average-hard heads)
+        return _tied_eval(st, V, mask, inv_tau, soft)
     orders = [False, True] if mask == "none" else [mask in ("strict_future", "future")]
     for rev in orders:
         res = _structured_eval_order(st, V, mask, rule, inv_tau, soft, rev)
         if res is not None:
             return res
     return None
+
+
+def _visible(P: np.ndarray, mask: str) -> np.ndarray:
+    """From prefix sums ``P`` ``(B, N)`` (``P[:, t]`` = sum over real positions 1..t) the sum over
+    the positions each query row sees under ``mask`` (row 0, BOS, sees no real position)."""
+    B, N = P.shape
+    out = np.zeros_like(P)
+    tot = P[:, -1:]
+    if mask == "strict_past":
+        out[:, 1:] = P[:, :-1]
+    elif mask == "past":
+        out[:, 1:] = P[:, 1:]
+    elif mask == "strict_future":
+        out[:, 1:] = tot - P[:, 1:]
+    elif mask == "future":
+        out[:, 1:] = tot - P[:, :-1]
+    else:  # none
+        out[:, 1:] = tot
+    return out
+
+
+def _tied_eval(st: _Struct, V, mask, inv_tau, soft):
+    """Exact O(N·G·dv) evaluation of an AHA head with ``a ≡ 0``: every group's members tie, so
+    a group enters each row as one candidate with multiplicity ``c`` (its visible members, from
+    prefix counts) and value sum ``Σ v`` (prefix sums): soft weight ``c·exp((s_g − s*)/τ)``, hard
+    output the mean over the argmax candidates' members (BOS included when it ties)."""
+    dv, B, N = V.shape
+    code = st.code
+    cands = []
+    for u, off in st.groups:
+        mem = np.ones((B, N - 1), dtype=bool) if code is None else (code == u)
+        P = np.zeros((B, N)); P[:, 1:] = np.cumsum(mem, axis=1)
+        cnt = _visible(P, mask)
+        sums = []
+        for l in range(dv):
+            Pl = np.zeros((B, N)); Pl[:, 1:] = np.cumsum(np.where(mem, V[l][:, 1:], 0.0), axis=1)
+            sums.append(_visible(Pl, mask))
+        score = np.where(cnt > 0, np.broadcast_to(np.asarray(off, dtype=np.float64), (B, N)), -np.inf)
+        cands.append((score, cnt, sums))
+    bos = st.bos
+    smax = bos.copy()
+    for sc, _, _ in cands:
+        np.maximum(smax, sc, out=smax)
+    ties = (bos == smax).astype(np.int64)
+    hard = np.zeros((dv, B, N))
+    for l in range(dv):
+        hard[l] = np.where(bos == smax, V[l][:, :1], 0.0)
+    for sc, cnt, sums in cands:
+        top = sc == smax
+        ties += np.where(top, cnt, 0).astype(np.int64)
+        for l in range(dv):
+            hard[l] += np.where(top, sums[l], 0.0)
+    hard /= ties[None]
+    if not soft:
+        return None, hard, None, ties
+    wb = exp_flush((bos - smax) * inv_tau)
+    rest = np.where(bos == smax, 0.0, wb)
+    tot = wb.copy()
+    num = np.stack([wb * V[l][:, :1] for l in range(dv)])
+    for sc, cnt, sums in cands:
+        w = exp_flush(np.where(np.isfinite(sc), (sc - smax) * inv_tau, -np.inf))
+        tot += cnt * w
+        rest += np.where(sc == smax, 0.0, cnt * w)
+        for l in range(dv):
+            num[l] += w * sums[l]
+    return num / tot[None], hard, rest / tot, ties
 
 
 def _structured_eval_order(st: _Struct, V, mask, rule, inv_tau, soft, rev):

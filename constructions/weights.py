@@ -22,6 +22,8 @@ Selection heads (one per ``select`` node; query i, key j, b = key bit, BOS = pos
 * regime T, future: ``s_ij = b_j + β·rpos_j + ½·bos_j``
 * regime U, past:   ``s_ij = pos_i·(b_j + bos_j) + pos_j``   (= j + i·b(j); BOS scores i)
 * regime U, future: ``s_ij = rpos_i·(b_j + bos_j) + rpos_j`` (the mirror image)
+* average-hard (node attribute ``attention = "average"``, regime T, THEORY §4b): ``s_ij = b_j +
+  ½·bos_j``, rule AHA: the head returns the weight on the positions with b = 1 (value = key).
 
 The value is the node's ``v`` coordinate (0 at BOS: the default).  Each head writes ``raw:<node>``;
 the next MLP applies ``round_η(x) = (ReLU(x−η) − ReLU(x−1+η))/(1−2η)`` into the node's coordinate.
@@ -149,7 +151,9 @@ def build_transformer(g: nx.DiGraph, regime: str = "T", *, beta=DEFAULT_BETA, et
         WO = np.zeros((1, d)); WO[0, ix[f"raw:{v}"]] = 1.0
         if regime == "T":
             WQ = np.zeros((d, 1)); WQ[ix["one"], 0] = 1.0
-            WK = np.zeros((d, 1)); WK[ix[key], 0] = 1.0; WK[p, 0] += b_f; WK[ix["bos"], 0] += 0.5
+            WK = np.zeros((d, 1)); WK[ix[key], 0] = 1.0; WK[ix["bos"], 0] += 0.5
+            if a.get("attention") != "average":  # AHA (THEORY §4b): no position term, every b = 1 ties
+                WK[p, 0] += b_f
         else:
             WQ = np.zeros((d, 2)); WQ[p, 0] = 1.0; WQ[ix["one"], 1] = 1.0
             WK = np.zeros((d, 2)); WK[ix[key], 0] = 1.0; WK[ix["bos"], 0] += 1.0; WK[p, 1] = 1.0

@@ -27,7 +27,7 @@ from typing import Callable
 import sympy as sp
 
 from ..bounds.cache import subs as cached_subs
-from ..bounds.confirm import attention_ancestors, confirm
+from ..bounds.confirm import PATTERN_TEXT, attention_ancestors, confirm, key_patterns
 from ..bounds.core import tau as tau_sym
 from ..bounds.derive import NodeBound, evaluate, in_tau, required_inv_tau
 from ..bounds.params import Params
@@ -37,7 +37,7 @@ from ..constructions.simulate import adversarial_words, all_words, leak_rounding
 from .arbcheck import exceeds
 from .certjson import compute_hashes
 from .check import Claim, ClaimResult, ProofCache
-from .claims import (claim_json, claim_specs, construction_static, frac_str, graph_data, node_static,
+from .claims import (choice_static, claim_json, claim_specs, construction_static, frac_str, graph_data, node_static,
                      parse_frac, versions)
 from .pipeline import Construction, rebuild
 from .precision import FORMATS, precision_section, separable_up_to
@@ -212,7 +212,7 @@ def _empirical(c: Construction, tg: Target, key: str, n_max: int, all_n: bool, t
     b = tg.nb.bound
     n_emp = min(n_max, EMPIRICAL_N_CAP) if not all_n else EMPIRICAL_N_CAP
     x_emp, runs = empirical_inv_tau(c.model, tg.nb.node, key, n_emp, c.eta,
-                                    patterns=("ones",) if b.key_const else ("ones", "zeros"), spacing=b.spacing,
+                                    patterns=key_patterns(b), spacing=b.spacing, quantity=b.quantity, first=b.first,
                                     direction=c.graph.nodes[tg.nb.node].get("direction", "past"),
                                     start=float(required_inv_tau(b.leak, n_value=n_emp, eta_value=c.eta,
                                                                  beta_value=c.beta)) or 1.0)
@@ -224,7 +224,8 @@ def _empirical(c: Construction, tg: Target, key: str, n_max: int, all_n: bool, t
     return {"n": n_emp, "inv_tau_empirical": x_emp, "runs": runs,
             "inv_tau_certified_at_n": frac_str(cert_emp) if cert_emp is not None else None,
             "ratio_certified_to_empirical": (float(cert_emp) / x_emp) if cert_emp is not None else None,
-            "method": "Illinois iteration on the head's own attaining key patterns (b ≡ 1, b ≡ 0)"}
+            "method": ("Illinois iteration on the head's own attaining key patterns (" +
+                       ", ".join(PATTERN_TEXT[p] for p in key_patterns(b)) + f"), on its {b.quantity}")}
 
 
 def found_params(c: Construction, found: list[dict], n_lo: int, n_max: int, all_n: bool,
@@ -316,7 +317,8 @@ def assemble(c: Construction, *, inv_tau: Fraction, n_lo: int, n_max: int, all_n
     nodes = []
     for v, nb in c.bounds.items():
         cs = by_node.get(v)
-        nodes.append({**node_static(nb, n_lo, n_max, all_n), "claim": cs.id if cs else None,
+        nodes.append({**node_static(nb, n_lo, n_max, all_n), "choice": choice_static(c, v, n_max, all_n),
+                      "claim": cs.id if cs else None,
                       "status": results[cs.id].status if cs else "proved",
                       "numeric": (numeric or {}).get("nodes", {}).get(v)})
     statuses = [r.status for r in results.values()]
@@ -368,14 +370,15 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
     ``tune``: further parameters the search finds together with τ (``("eps_ln",)``: the largest
     certifiable layer-norm ε; the construction is then rebuilt with it).
     ``all_n`` defaults to True when every bound is uniform in n (regime U/P selections, the ``pe``
-    comparator; :attr:`Construction.uniform_in_n`) and False otherwise.
+    comparator, ``ln`` comparators with ε_LN = 0 in any regime; :attr:`Construction.uniform_in_n`)
+    and False otherwise.
     Returns the certificate as a dict (schema 2); raises :class:`ParameterError` on bad input and
     :class:`SearchFailed` when ``find_tau`` finds no certifiable temperature.
     """
     t_start = time.perf_counter()
     check_range(n_lo, n_max, tau, find_tau)
-    if all_n is None:
-        all_n = c.uniform_in_n
+    if all_n is None:  # (a searched ε_LN > 0 is not exact for every n: Θ(n²))
+        all_n = c.uniform_in_n and "eps_ln" not in tune
     say = progress or (lambda s: None)
     proofs = ProofCache()
     tune = ("tau",) + tuple(tune)
@@ -472,6 +475,11 @@ def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
         if e is None or tg is None or e.get("inv_tau_certified_at_n") is None:
             continue
         ce = parse_frac(e["inv_tau_certified_at_n"], f"{where}.inv_tau_certified_at_n")
+        if not rng["all_n"] and e.get("n") == rng["n_max"] and r.get("inv_tau_certified") != e["inv_tau_certified_at_n"]:
+            # at n_max the empirical run compared against the row's own certified value (not a binding one:
+            # a node whose value is below the certificate's 1/τ is checked only here)
+            rep.add(f"search.per_bound[{i}].inv_tau_certified", f"is {r.get('inv_tau_certified')}, but the empirical "
+                                                               f"run at n = n_max compared {e['inv_tau_certified_at_n']}")
         xe = float(e["inv_tau_empirical"])
         if not (xe > 0 and math.isclose(e["ratio_certified_to_empirical"], float(ce) / xe, rel_tol=1e-12)):
             rep.add(f"{where}.ratio_certified_to_empirical", "is not inv_tau_certified_at_n / inv_tau_empirical")

@@ -21,7 +21,7 @@ import sympy as sp
 
 from ..bounds.cache import subs as cached_subs
 from ..bounds.core import n as n_sym
-from ..bounds.derive import NodeBound, latex
+from ..bounds.derive import NodeBound, alternative_bound, in_tau, latex, required_inv_tau
 from ..constructions.errors import CertificateError, ParameterError
 from .check import Claim, ClaimResult
 from .pipeline import Construction
@@ -92,7 +92,7 @@ def node_static(nb: NodeBound, n_lo: int, n_max: int, all_n: bool) -> dict:
     regenerates and compares them)."""
     b = nb.bound
     return {
-        "node": nb.node, "operator": nb.operator, "layer": nb.layer, "kind": b.kind,
+        "node": nb.node, "operator": nb.operator, "layer": nb.layer, "kind": b.kind, "quantity": b.quantity,
         "bound": {"srepr": sp.srepr(b.leak), "text": str(b.leak), "latex": latex(b.leak),
                   "tolerance": str(b.tolerance), "valid_for_n_ge": b.n_min, "source": b.source,
                   "attained_by": b.attained_by},
@@ -100,6 +100,38 @@ def node_static(nb: NodeBound, n_lo: int, n_max: int, all_n: bool) -> dict:
                       f"[{max(n_lo, b.n_min)}, {'inf' if all_n else n_max}]"
                       + (f"; for n < {b.n_min} only BOS is attendable and the error is 0" if b.n_min > n_lo else "")),
     }
+
+
+def choice_static(c: Construction, v: str, n_max: int, all_n: bool) -> dict | None:
+    """The ``choice`` of a node row (THEORY §4b): for a selection that may be built unique- or
+    average-hard, the construction used, the other one, and both tight numeric requirements
+    ``1/τ`` at the binding length ``n_max`` (mpmath, :func:`~softhard.bounds.derive.required_inv_tau`;
+    ``None`` for an all-n certificate); None for every other node.  Deterministic: verify
+    re-derives it."""
+    g = c.graph
+    if v not in g or not g.nodes[v].get("average_ok"):
+        return None
+    alt = alternative_bound(g, v, c.regime)
+    nb = c.bounds[v]
+    n_b = None if all_n else n_max
+
+    def tight(b):
+        if n_b is None or n_b < b.n_min:
+            return None
+        return float(required_inv_tau(in_tau(b, c.params.exact()), n_value=n_b, eta_value=c.tolerance,
+                                      beta_value=c.beta))
+
+    method = c.source.get("construction", "auto")
+    return {"attention": g.nodes[v]["attention"], "alternative": alt[0] if alt else None, "method": method,
+            "binding_n": n_b, "inv_tau_tight": tight(nb.bound),
+            "alternative_inv_tau_tight": tight(alt[1]) if alt else None,
+            "alternative_kind": alt[1].kind if alt else None,
+            "alternative_bound_text": str(alt[1].leak) if alt else None,
+            "reason": ("auto: average-hard in regime T — its output-error bound is at most the unique "
+                       "construction's leak bound for every n >= 2, tau and beta (THEORY §4b), so it never needs "
+                       "a larger 1/tau" if method == "auto" and c.regime == "T" else
+                       "auto: unique-hard — one tau for every n needs the position term (THEORY §4b)"
+                       if method == "auto" else f"--construction {method}")}
 
 
 def construction_static(c: Construction, inv_tau: Fraction) -> dict:

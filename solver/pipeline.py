@@ -15,9 +15,9 @@ import mpmath
 import networkx as nx
 import sympy as sp
 
-from ..bounds.core import tau
+from ..bounds.core import eps_ln, tau
 from ..bounds.derive import NodeBound, derive, evaluate, in_tau, required_inv_tau
-from ..constructions.compile import compile_formula
+from ..constructions.compile import assign_attention, compile_formula
 from ..bounds.params import Params
 from ..constructions.errors import CertificateError, ParameterError
 from ..constructions.parameters import DEFAULT_BETA, DEFAULT_ETA
@@ -77,9 +77,15 @@ class Construction:
 
     @property
     def uniform_in_n(self) -> bool:
-        """True when every bound has an n-independent form (one τ for all lengths: regime U/P
-        selections, the ``pe`` comparator), so ``all_n`` certificates make sense."""
-        return self.regime in ("U", "P") and all(nb.bound.all_n is not None for nb in self.distinct_bounds())
+        """True when every node is within tolerance uniformly in n, so ``all_n`` certificates make
+        sense: an n-independent bound in regimes U/P (selections, the ``pe`` comparator: one τ for all
+        lengths), or an exact node (a layer-norm comparator with ε_LN = 0: error 0 for every n,
+        THEORY §5 (a)) in any regime."""
+        def uniform(nb: NodeBound) -> bool:
+            if nb.bound.parameter == eps_ln and self.params.eps_ln == 0:
+                return True
+            return self.regime in ("U", "P") and nb.bound.all_n is not None
+        return all(uniform(nb) for nb in self.distinct_bounds())
 
     def inv_tau_closed_form(self, n: int) -> mpmath.mpf:
         """Closed-form sufficient ``1/τ*(n, η)`` (max over τ-dependent nodes); independent of n
@@ -122,16 +128,19 @@ def default_comparator(regime: str) -> str:
 
 
 def build(spec: FormulaSpec, regime: str = "T", *, beta=DEFAULT_BETA, eta=DEFAULT_ETA, comparator: str | None = None,
-          eps_ln=None) -> Construction:
+          eps_ln=None, construction: str | None = None) -> Construction:
     """:func:`build_formula` with the parameters given one by one (validated into one
     :class:`Params`)."""
     return build_formula(spec, Params(regime=regime, beta=beta, eta=eta, comparator=comparator,
-                                      eps_ln=0 if eps_ln is None else eps_ln))
+                                      eps_ln=0 if eps_ln is None else eps_ln, construction=construction))
 
 
 def build_formula(spec: FormulaSpec, params: Params) -> Construction:
     """Compile a formula ``spec`` and build its transformer and bounds with ``params``.
 
+    ``params.construction`` (``auto`` | ``unique`` | ``average``) is how P/F selections are built
+    (:func:`softhard.constructions.compile.assign_attention`, THEORY §4b; recorded in ``source``
+    when the formula has such a node).
     ``params.comparator`` (``ln`` | ``head`` | ``pe``; default :func:`default_comparator`) is how
     count comparisons are built, ``params.eps_ln`` (≥ 0, default 0 = exact LN) the layer-norm ε of
     the ``ln`` comparator; both are kept in the construction's parameters (and its ``source``) only
@@ -147,9 +156,12 @@ def build_formula(spec: FormulaSpec, params: Params) -> Construction:
     comparator = params.comparator if params.comparator is not None else default_comparator(regime)
     eps = params.eps_ln if params.eps_ln is not None else Fraction(0)
     g = compile_formula(spec.formula, spec.alphabet, at=spec.at, comparator=comparator)
+    assign_attention(g, regime, params.construction)
     model = build_transformer(g, regime, beta=params.beta, eta=params.eta, eps_ln=eps)
     source = {"kind": "formula", "formula": str(spec.formula), "alphabet": list(spec.alphabet), "at": spec.at,
               "name": spec.name, "description": spec.description, "file": spec.source}
+    if any(a.get("average_ok") for _, a in g.nodes(data=True)):  # the choice of THEORY §4b is an input
+        source["construction"] = params.construction or "auto"
     if any(a["op"] == "compare" for _, a in g.nodes(data=True)):
         source["comparator"] = comparator
         params = params.with_(comparator=comparator, eps_ln=eps if comparator == "ln" else None, inv_tau=None)
@@ -172,7 +184,7 @@ def _rebuild_formula(source: dict, params: Params) -> Construction:
                            source=source.get("file") or "<certificate>")
     except KeyError as e:
         raise CertificateError(f"source.{e.args[0]}: missing", path=f"source.{e.args[0]}") from None
-    return build_formula(spec, params.with_(comparator=source.get("comparator")))
+    return build_formula(spec, params.with_(comparator=source.get("comparator"), construction=source.get("construction")))
 
 
 #: ``kind -> rebuild(source, params) -> Construction`` (used by the formula kind's replay).

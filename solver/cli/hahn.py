@@ -11,7 +11,9 @@ DESCRIPTION = ("For a bounded-positional-embedding model at one fixed temperatur
                "change can move an output (THEORY §1) and the length N_fail beyond which no one-symbol change can "
                "move it from <= eta to >= 1-eta (proved for all n >= N_fail). With a formula, the model is its "
                "regime T construction; --check runs the numeric demonstration (and, for a formula, shows the "
-               "regime T construction with tau(n) and the regime U construction at fixed tau keep working).")
+               "regime T construction with tau(n) and the regime U construction at fixed tau keep working). The lemma "
+               "needs Lipschitz layers: a construction with layer normalisation (--comparator ln) is not covered — "
+               "layer norm with eps_ln = 0 is a third escape, and the command says why instead of analysing it.")
 
 
 def add_arguments(p) -> None:

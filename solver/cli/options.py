@@ -210,6 +210,12 @@ def add_formula_options(p: argparse.ArgumentParser, *, formula_nargs: str | None
                    help=comparators + (", pe = unbounded-PE comparator head (regimes U, P: one tau for all n). "
                                        "Default: pe in regimes U and P, head in regime T" if regime else
                                        ". Default head"))
+    p.add_argument("--construction", choices=["auto", "unique", "average"], default="auto",
+                   help="how P/F/H/G selections (whose output does not depend on which maximal position is "
+                        "chosen) are built (THEORY §4b): unique = unique-hard, rightmost/leftmost (1/tau = "
+                        "Theta(n) in regime T), average = average-hard over every position where the argument "
+                        "holds (regime T, 1/tau = Theta(log n)), auto = per node the one needing the smaller "
+                        "1/tau (average in regime T, unique in U and P). Default auto")
     p.add_argument("--eps-ln", type=g(), default=None,
                    help="layer-norm epsilon >= 0 of the ln comparator, exact (e.g. 1e-12). Default 0 (exact); "
                         "certify --find-tau searches the largest certifiable value when this is not given")

@@ -27,8 +27,9 @@ def print_formula_certificate(cert: dict, path=None) -> None:
     t = Table(show_header=True, header_style="bold", caption="bound: the node's error bound at n_max and the chosen "
               "tau (its formula: 'softhard bound', or nodes[].bound in the certificate); time: solver seconds per "
               "claim; arb: the independent interval re-check ('ok n<=2^40': it covers every n up to 2^40, "
-              "where ball arithmetic stops; the Z3 proof covers all n); obs/bound: worst observed leak / bound "
-              "(numeric tightness)", caption_justify="left")
+              "where ball arithmetic stops; the Z3 proof covers all n); obs/bound: worst observed error / bound — "
+              "the node's output error |soft - hard| for output bounds (quantity 'output', THEORY §4b), the leak "
+              "otherwise (numeric tightness)", caption_justify="left")
     for col, mw in (("node", 28), ("op", 7), ("layer", 5), ("kind", 14), ("bound", 11), ("condition", 26),
                     ("status", 16), ("time", 6), ("arb", 10), ("obs/bound", 9)):
         t.add_column(col, overflow="fold", max_width=mw)
@@ -53,6 +54,13 @@ def print_formula_certificate(cert: dict, path=None) -> None:
                   f"{cl['seconds']:.2f}" if cl else "-", arb,
                   (f"{num['ratio']:.4f}" if num else "-"))
     con.print(t)
+    for nd in cert["nodes"]:  # THEORY §4b: how each P/F selection was built, and what the other way needs
+        ch = nd.get("choice")
+        if ch and ch.get("alternative"):
+            alt = ch["alternative_inv_tau_tight"]
+            con.print(f"  {nd['node']}: {ch['attention']}-hard ({ch['method']}); tight 1/tau {ch['inv_tau_tight']:.6g}"
+                      f", the {ch['alternative']}-hard construction would need "
+                      f"{f'{alt:.6g}' if alt is not None else '-'} at n = {ch['binding_n']}")
     if cert["search"]:
         con.print("[bold]parameter search[/bold] (1/parameter needed at n_max):")
         if cert["search"].get("message"):

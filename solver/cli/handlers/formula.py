@@ -40,7 +40,7 @@ def formula_params(args) -> Params:
             raise ParameterError(f"argument {opt}: {str(e).removeprefix(f'{opt}: ')}") from None
     eps = eps_ln_option(args)
     return Params(regime=args.regime, beta=checked["--beta"], eta=checked["--eta"], comparator=args.comparator,
-                  eps_ln=0 if eps is None else eps)
+                  eps_ln=0 if eps is None else eps, construction=getattr(args, "construction", None))
 
 
 def formula_construction(args, spec: FormulaSpec | None = None) -> Construction:

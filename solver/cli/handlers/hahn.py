@@ -16,6 +16,7 @@ from ....constructions.parse import load_spec
 from ...hahn import constructions_keep_working, demonstrate, hahn_analysis, parse_change_at
 from ...pipeline import build
 from .console import stdout_console
+from .formula import eps_ln_option
 
 
 def handle(args) -> int:
@@ -31,7 +32,18 @@ def handle(args) -> int:
         name = spec.name
     else:
         spec_f = load_spec(args.formula, alphabet=args.alphabet)
-        c = build(spec_f, "T", beta=to_fraction(args.beta, "--beta"), eta=eta, comparator=args.comparator)
+        c = build(spec_f, "T", beta=to_fraction(args.beta, "--beta"), eta=eta, comparator=args.comparator,
+                  eps_ln=eps_ln_option(args))
+        lns = [v for v, a in c.graph.nodes(data=True) if a["kind"] == "layernorm"]
+        if lns:  # Hahn's lemma needs Lipschitz layers: say why it does not apply (THEORY §1)
+            result = {"model": f"{spec_f.name} (regime T construction)", "applicable": False,
+                      "inv_tau": str(1 / args.tau), "change_at": args.change_at, "eta": str(eta),
+                      "layernorm_nodes": lns, "eps_ln": str(c.params.eps_ln), "reason": layernorm_reason(c.params.eps_ln)}
+            if args.json:
+                print(json.dumps(result, indent=1))
+            else:
+                print_hahn(result)
+            return 1
         doc = export_transformer(c.model, name=f"{spec_f.name} (regime T construction)", at=spec_f.at)
         hm = parse_model(doc, path="<regime T construction>").canonical()
         name = doc["name"]
@@ -61,6 +73,18 @@ def handle(args) -> int:
     for r in result.get("constructions", []):
         ok &= r["rounded_outputs_equal"]
     return 0 if ok else 1
+
+
+def layernorm_reason(eps_ln) -> str:
+    """Why Hahn's lemma does not bound a construction with a layer-norm comparator (THEORY §1, §5 (a))."""
+    lip = "unbounded: ε_LN = 0" if not eps_ln else f"1/sqrt(ε_LN) = {float(eps_ln) ** -0.5:.4g}"
+    return ("the construction has a layer normalisation (the ln comparator, THEORY §5 (a)). Hahn's lemma bounds how "
+            "far one changed symbol moves each layer's output through the layers' Lipschitz constants; layer norm "
+            f"y = F/sqrt(F^2 + ε_LN) has Lipschitz constant {lip} at F = 0, so the O(1/n) change a symbol makes to F "
+            "(1/(2(n+1)) at least) can move y from -1 to 1 at every n. Layer norm is a third escape from Hahn's "
+            "obstacle, next to a temperature shrinking with n (regime T) and unbounded positional embeddings "
+            "(regime U)" + (": with ε_LN = 0 the comparator is exact for every n." if not eps_ln else
+                            "; with ε_LN > 0 it is exact while 4·ε_LN·(n+1)^2 stays small (1/ε_LN = Θ(n^2))."))
 
 
 def print_hahn(r: dict) -> None:
