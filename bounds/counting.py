@@ -79,21 +79,6 @@ def leak_compare_head(regime: str) -> sp.Expr:
     return S / (1 + S)
 
 
-def output_compare_head(regime: str) -> sp.Expr:
-    """Exact worst-case *output* error of the ``head`` comparator (THEORY §4b, §5 (b)), n ≥ 1.
-
-    The value is 1 at every real position and 0 at BOS.  ``F > 0``: position i wins and every
-    other real position also carries 1, so only BOS errs: ``e^{−F/τ}/(1 + e^{−F/τ} + …) ≤
-    e^{−a}/(1 + e^{−a})``.  ``F < 0``: BOS wins and every real position errs:
-    ``S_B/(1 + S_B)``, ``S_B = e^{−a}·Σ_{k=0}^{n−1} e^{−ku}`` (module docstring), which is larger;
-    attained exactly by ``g(n) = −1`` at the last position.  Below the leak bound ``S_A/(1+S_A)``
-    (the earlier positions weigh on the leak but not on the output when F > 0)."""
-    a = 1 / (2 * (n + 1) * tau)
-    u = beta / (n * tau) if regime == "T" else 1 / tau
-    S = sp.exp(-a) * (1 + _geo(u, n - 1))
-    return S / (1 + S)
-
-
 def inv_tau_star_compare_head(regime: str) -> sp.Expr:
     """Sufficient ``1/τ``: ``e^{−a} ≤ θρ`` and ``r/(1−r) ≤ (1−θ)ρ`` give ``S ≤ ρ``, i.e.
     ``max(2(n+1)·ln(1/(θρ)), (n/β)·ln(1 + 1/((1−θ)ρ)))`` (T, θ = 1/6) or
@@ -171,9 +156,9 @@ def _compare_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
     r = _tiebreak(regime)
     gap = beta / n if r == "T" else 1 / (2 * (n + 1))
     return Bound(
-        kind="comparator-head", regime=regime, leak=output_compare_head(r), generic=gap_lemma(n + 1, gap),
+        kind="comparator-head", regime=regime, leak=leak_compare_head(r), generic=gap_lemma(n + 1, gap),
         inv_tau_star=inv_tau_star_compare_head(r), inv_tau_star_generic=inv_tau_star_generic(n + 1, gap),
-        gap=gap, n_min=1, quantity="output", attained_by="g(n) = -1 at the last position (exactly, on the output)",
+        gap=gap, n_min=1, attained_by="g(n) = 0 at the last position (exactly)",
         source="THEORY §5 (b): temperature-scaled comparator head, gap 1/(2(n+1)); §2 structured rows",
         rounding=sp.exp(ef / tau) - 1)
 
