@@ -34,7 +34,6 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-import numpy as np
 
 from softhard.bounds.core import tau as tau_sym
 from softhard.bounds.params import Params
