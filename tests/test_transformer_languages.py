@@ -86,5 +86,13 @@ def test_soft_transformer_recognises_language(name: str, regime: str) -> None:
         assert abs(next(iter(sched.values())) / SAFETY - np.log(4)) < 1e-6  # 1/τ = ln(1/η)
     if regime == "T" and c.bounds:
         big = max(sched)
-        # Θ(n): the requirement at the longest word is ≈ (n/β)·ln(1/η)
-        assert 0.95 < sched[big] / (big / 0.25 * np.log(4)) < 1.1
+        selects = [a for _, a in c.graph.nodes(data=True) if a.get("op") == "select"]
+        if selects and all(a.get("attention") == "average" for a in selects):
+            # only average-hard selections (THEORY §4b): Θ(log n), exactly -2 ln x* with
+            # x* = 2k/(1 + sqrt(1 + 4(n-2)k)), k = η/(1-η) (the output error S/(1+S) = η)
+            k = float(ETA / (1 - ETA))
+            x_star = 2 * k / (1 + np.sqrt(1 + 4 * (big - 2) * k))
+            assert abs(sched[big] / SAFETY / (-2 * np.log(x_star)) - 1) < 1e-6
+        else:
+            # Θ(n): the requirement at the longest word is ≈ (n/β)·ln(1/η)
+            assert 0.95 < sched[big] / (big / 0.25 * np.log(4)) < 1.1

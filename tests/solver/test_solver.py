@@ -126,7 +126,11 @@ def test_hard_kill_of_a_runaway_solver():
 
 
 _INTERRUPT_SCRIPT = """
+import signal
 import sys
+# Python's own Ctrl-C handler, as in a terminal: a test run started in the background of a
+# non-interactive shell inherits SIGINT ignored, and then no KeyboardInterrupt would ever come
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from tests.solver.test_solver import _am_gm_query
 from softhard.solver.check import run_z3
 q = _am_gm_query()
