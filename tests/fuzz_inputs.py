@@ -318,6 +318,18 @@ def message_lines(err: str) -> list[str]:
     return [ln for ln in err.strip().splitlines() if not re.match(r"softhard: \[\d+ s\] ", ln)]
 
 
+BATCH_LINE = re.compile(r"\[\d+/\d+\] .*: (valid|INVALID) \(\d+\.\d\d s\)$")
+
+
+def bad_input_lines_ok(err: str) -> bool:
+    """A bad input is reported in one line; a batch (several files, ``verify DIR``) in one line
+    per file (``[k/N] FILE: INVALID (0.00 s)``), the table of all of them going to stdout."""
+    lines = message_lines(err)
+    if len(lines) > 1 or (lines and BATCH_LINE.match(lines[0])):
+        return all(BATCH_LINE.match(ln) for ln in lines)
+    return len(lines) == 1
+
+
 def _reject_constant(name):
     raise ValueError(f"not strict JSON: {name}")
 
@@ -361,7 +373,7 @@ def run_cli(argv: list[str], *, deadline_s: float | None = None) -> Outcome:
             problem = "a traceback was printed"
         elif code not in (0, 1, 2):
             problem = f"exit status {code}: {o.err.strip()[-500:]}"
-        elif code == 2 and len(message_lines(o.err)) != 1:
+        elif code == 2 and not bad_input_lines_ok(o.err):
             problem = f"bad input reported in {len(message_lines(o.err))} lines: {o.err[-500:]!r}"
         elif "--json" in argv and "--help" not in argv and "-h" not in argv and o.out.strip():
             try:
