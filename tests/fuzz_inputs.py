@@ -318,16 +318,36 @@ def message_lines(err: str) -> list[str]:
     return [ln for ln in err.strip().splitlines() if not re.match(r"softhard: \[\d+ s\] ", ln)]
 
 
-BATCH_LINE = re.compile(r"\[\d+/\d+\] .*: (valid|INVALID) \(\d+\.\d\d s\)$")
+BATCH_LINE = re.compile(r"\[\d+/\d+\] .+ \(\d+\.\d\d s\)$")
 
 
-def bad_input_lines_ok(err: str) -> bool:
-    """A bad input is reported in one line; a batch (several files, ``verify DIR``) in one line
-    per file (``[k/N] FILE: INVALID (0.00 s)``), the table of all of them going to stdout."""
+def is_batch(out: str, err: str) -> bool:
+    """Whether a run was a batch (several inputs or ``verify DIR``): one ``[k/N] INPUT: STATUS
+    (0.00 s)`` line per input on stderr, or (with ``--json``) JSON lines ending in a summary."""
     lines = message_lines(err)
-    if len(lines) > 1 or (lines and BATCH_LINE.match(lines[0])):
+    if lines and BATCH_LINE.match(lines[0]):
+        return True
+    last = out.strip().splitlines()[-1:] if out.strip() else []
+    return bool(last) and last[0].startswith('{"summary": ')
+
+
+def bad_input_lines_ok(out: str, err: str) -> bool:
+    """A bad input is reported in one line; a batch in one line per input (``[k/N] FILE: INVALID
+    (0.00 s)``) or, with ``--json``, one JSON row per input, each row's ``error`` one line."""
+    lines = message_lines(err)
+    if is_batch(out, err):
         return all(BATCH_LINE.match(ln) for ln in lines)
     return len(lines) == 1
+
+
+def strict_json(out: str, batch: bool) -> None:
+    """Parse ``out`` as one strict JSON document, or (a batch) as strict JSON lines; raises
+    ValueError naming the first problem."""
+    docs = out.strip().splitlines() if batch else [out]
+    for doc in docs:
+        row = json.loads(doc, parse_constant=_reject_constant)
+        if batch and isinstance(row, dict) and "\n" in str(row.get("error") or ""):
+            raise ValueError(f"a batch row's error is not one line: {row['error'][:200]!r}")
 
 
 def _reject_constant(name):
@@ -373,11 +393,11 @@ def run_cli(argv: list[str], *, deadline_s: float | None = None) -> Outcome:
             problem = "a traceback was printed"
         elif code not in (0, 1, 2):
             problem = f"exit status {code}: {o.err.strip()[-500:]}"
-        elif code == 2 and not bad_input_lines_ok(o.err):
+        elif code == 2 and not bad_input_lines_ok(o.out, o.err):
             problem = f"bad input reported in {len(message_lines(o.err))} lines: {o.err[-500:]!r}"
         elif "--json" in argv and "--help" not in argv and "-h" not in argv and o.out.strip():
             try:
-                json.loads(o.out, parse_constant=_reject_constant)
+                strict_json(o.out, is_batch(o.out, o.err))
             except ValueError as e:
                 problem = f"--json output is not strict JSON: {e}"
     o.problem = problem
