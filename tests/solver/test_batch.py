@@ -95,6 +95,18 @@ def test_worst_exit_and_errors_are_rows(formulas, tmp_path, capsys):
     assert len(list(out.iterdir())) == 1
 
 
+def test_batch_lines_escape_control_characters(formulas, tmp_path, capsys):
+    """Fuzz find: an input holding a line-breaking control character (U+001C splits a line for
+    ``str.splitlines``) or rich markup is echoed escaped, so every job stays one line."""
+    rc = main(["certify", "\x1c[red]a", str(formulas / "ya.ltl"), "--regime", "U", "--n-max", "50", "--tau", "1/10",
+               "--no-numeric", "-o", str(tmp_path / "o")])
+    cap = capsys.readouterr()
+    lines = cap.err.strip().splitlines()
+    assert rc == 2 and len(lines) == 2
+    assert lines[0].startswith("[1/2] \\x1c[red]a : error (") and lines[1].startswith("[2/2] ")
+    assert "\\x1c[red]a" in cap.out and "\x1c" not in cap.out
+
+
 def test_resume_skips_valid_and_redoes_edited(formulas, tmp_path, capsys):
     out = tmp_path / "o"
     argv = ["certify", str(formulas), "--regime", "T,U", "--n-max", "40", "--find-tau", "--no-numeric", "-o", str(out),

@@ -39,13 +39,14 @@ from pathlib import Path
 from typing import Callable
 
 import mpmath
+from rich.markup import escape
 from rich.table import Table
 
 from ....constructions.errors import NotSimulable, ParameterError, SofthardError
 from ...certjson import load_certificate, write_certificate
 from ...distributed import Cluster, run_jobs
 from ...kinds import verify_certificate
-from ..options import EXIT_BAD_INPUT, EXIT_INTERNAL
+from ..options import EXIT_BAD_INPUT, EXIT_INTERNAL, one_line
 from .console import certified_exit, fmt, stderr_console, stdout_console
 
 #: grid options (argparse dest) in expansion order, and the kinds that use each
@@ -276,8 +277,9 @@ def run_certify_batch(args: argparse.Namespace, jobs: list[Job],
         if args.json:
             print(json.dumps(row), flush=True)
         else:
-            stderr_console().print(f"[{len(rows) + 1}/{len(jobs)}] {j.label} {_params_text(j.grid)}: "
-                                   f"{row['status']} ({r['seconds']:.2f} s)", highlight=False, markup=False)
+            stderr_console().print(f"[{len(rows) + 1}/{len(jobs)}] {one_line(j.label)} {_params_text(j.grid)}: "
+                                   f"{row['status']} ({r['seconds']:.2f} s)", highlight=False, markup=False,
+                                   soft_wrap=True)
         return row
 
     for j in jobs:
@@ -333,10 +335,16 @@ def _print_certify_table(rows: list[dict]) -> None:
     for r in rows:
         col = {0: "green", 1: "yellow"}.get(r["exit"], "red")
         st = r["status"] + (" (resumed)" if r["resumed"] else "")
-        t.add_row(str(r["job"]), r["input"], " ".join(f"{k}={v}" for k, v in r["params"].items()),
+        t.add_row(str(r["job"]), _cell(r["input"]), " ".join(f"{k}={v}" for k, v in r["params"].items()),
                   f"[{col}]{st}[/{col}]", str(r["exit"]), r["inv_tau_decimal"] or "-", f"{r['seconds']:.2f}",
-                  r["certificate"] or r["error"] or "-")
+                  _cell(r["certificate"] or r["error"] or "-"))
     stdout_console().print(t)
+
+
+def _cell(text: str) -> str:
+    """``text`` (an input, a file name, an error: the user's characters) as one line of a table
+    cell, its brackets not read as rich markup."""
+    return escape(one_line(text))
 
 
 def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
@@ -355,9 +363,10 @@ def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
         if args.json:
             print(json.dumps(row), flush=True)
         else:
-            stderr_console().print(f"[{len(rows) + 1}/{len(jobs)}] {j.label}: "
+            stderr_console().print(f"[{len(rows) + 1}/{len(jobs)}] {one_line(j.label)}: "
                                    f"{'valid' if row['valid'] else 'INVALID'} ({r['seconds']:.2f} s)",
-                                   highlight=False, markup=False)
+                                   highlight=False, markup=False,
+                                   soft_wrap=True)
         return row
 
     return _run(args, jobs, tasks, rows, finished, _print_verify_table)
@@ -371,6 +380,6 @@ def _print_verify_table(rows: list[dict]) -> None:
         t.add_column(col, overflow="fold")
     for r in rows:
         v = "[green]valid[/green]" if r["valid"] else "[red]INVALID[/red]"
-        t.add_row(str(r["job"]), r["certificate"], r["kind"] or "-", r["status"] or "-", v, f"{r['seconds']:.2f}",
-                  r["error"] or "-")
+        t.add_row(str(r["job"]), _cell(r["certificate"]), r["kind"] or "-", r["status"] or "-", v,
+                  f"{r['seconds']:.2f}", _cell(r["error"] or "-"))
     stdout_console().print(t)
