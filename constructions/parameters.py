@@ -28,6 +28,26 @@ def _show(s: str) -> str:
     return repr(s) if len(s) <= 40 else repr(s[:37] + "...")
 
 
+def show_number(v: Fraction) -> str:
+    """``v`` for a one-line message: exactly (``1/4``) when short, else in 6 significant digits
+    (``~5.4e+7665``); Python refuses ``str`` of an integer beyond 4300 digits, which a decimal
+    exponent up to ``MAX_DECIMAL_EXPONENT`` gives."""
+    if v.numerator.bit_length() + v.denominator.bit_length() <= 256:
+        return str(v)
+    sign, v = ("-" if v < 0 else ""), abs(v)
+    if v == 0:
+        return "0"
+    e = v.numerator.bit_length() - v.denominator.bit_length()  # v ~ 2^e
+    exp10 = math.floor(e * math.log10(2)) - 5
+    scaled = v / Fraction(10) ** exp10 if exp10 >= 0 else v * Fraction(10) ** -exp10
+    m, k = float(scaled), exp10
+    while m >= 10:
+        m, k = m / 10, k + 1
+    while m < 1:
+        m, k = m * 10, k - 1
+    return f"~{sign}{m:.6g}e{k:+d}"
+
+
 def _decimal(t: str, what: str, s: str) -> Fraction:
     m = _DECIMAL.fullmatch(t)
     if not m:
@@ -97,7 +117,7 @@ def check_beta(beta) -> Fraction:
     """β as a Fraction in (0, 1/4]; raise :class:`ParameterError` otherwise (THEORY §4)."""
     b = to_fraction(beta, "beta")
     if not (0 < b <= Fraction(1, 4)):
-        raise ParameterError(f"beta must satisfy 0 < beta <= 1/4 (THEORY §4), got {b}")
+        raise ParameterError(f"beta must satisfy 0 < beta <= 1/4 (THEORY §4), got {show_number(b)}")
     return b
 
 
@@ -105,7 +125,7 @@ def check_eta(eta) -> Fraction:
     """η as a Fraction in (0, 1/2); raise :class:`ParameterError` otherwise (THEORY §3)."""
     e = to_fraction(eta, "eta")
     if not (0 < e < Fraction(1, 2)):
-        raise ParameterError(f"eta must satisfy 0 < eta < 1/2 (THEORY §3), got {e}")
+        raise ParameterError(f"eta must satisfy 0 < eta < 1/2 (THEORY §3), got {show_number(e)}")
     return e
 
 
@@ -113,7 +133,7 @@ def check_eps_ln(eps) -> Fraction:
     """ε_LN as an exact Fraction ≥ 0; raise :class:`ParameterError` otherwise (THEORY §5 (a))."""
     e = to_fraction(eps, "eps_ln")
     if e < 0:
-        raise ParameterError(f"eps_ln must be >= 0 (layer-norm epsilon; 0 is exact), got {e}")
+        raise ParameterError(f"eps_ln must be >= 0 (layer-norm epsilon; 0 is exact), got {show_number(e)}")
     return e
 
 

@@ -321,3 +321,16 @@ def test_a_certificate_whose_schema_field_is_an_object_is_invalid(tmp_path, caps
         assert main(["verify", str(p)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "not a softhard certificate of schema 2" in err
+
+
+def test_parameters_beyond_4300_digits_are_reported_in_one_line(capsys):
+    """Fuzz find: ``--eta 54E+7664`` (a 7666-digit integer, within the decimal exponent limit)
+    crashed printing its value (Python refuses ``str`` beyond 4300 digits: exit 3); and a default
+    temperature out of the float64 range said "--tau None".  Both are one-line bad input now; the
+    value shown is 54·10^7664 to 6 digits, computed here by hand."""
+    assert main(["run", "Y a", "ab", "--alphabet", "ab", "--eta", "54E+7664"]) == 2
+    assert capsys.readouterr().err.strip().endswith("eta must satisfy 0 < eta < 1/2 (THEORY §3), got ~5.4e+7665")
+    assert main(["run", "Y a", "ab", "--alphabet", "ab", "--beta", "1e-9999"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "None" not in err
+    assert "the default temperature at n = 2 (beta = ~1e-9999, eta = 1/4)" in err and "give --tau" in err

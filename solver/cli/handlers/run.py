@@ -14,6 +14,7 @@ from rich.table import Table
 from ....bounds.confirm import confirm
 from ....constructions.engine import forward
 from ....constructions.errors import ParameterError
+from ....constructions.parameters import show_number
 from ....constructions.exact_balls import exact_engine
 from ....constructions.gaps import analyse_gaps
 from ....constructions.tie_breaks import plan_tie_breaks, tie_break
@@ -55,7 +56,9 @@ def run_formula(args) -> int:
     n = len(word)
     inv_tau = float(1 / args.tau) if args.tau is not None else c.default_inv_tau(n)
     if not np.isfinite(inv_tau) or inv_tau <= 0:
-        raise ParameterError(f"--tau {args.tau} gives an inverse temperature outside the float64 range")
+        src = f"--tau {args.tau}" if args.tau is not None else (f"the default temperature at n = {n} (beta = "
+                                                                f"{show_number(c.beta)}, eta = {show_number(c.eta)})")
+        raise ParameterError(f"{src} gives an inverse temperature outside the float64 range; give --tau")
     m = c.model
     tok = m.encode([word])
     hard = forward(m, tok, mode="hard")
@@ -160,7 +163,7 @@ def run_model(args) -> int:
     else:
         inv_tau, src = 1.0, "default 1"
     if not np.isfinite(inv_tau) or inv_tau <= 0:
-        raise ParameterError(f"--tau {args.tau} gives an inverse temperature outside the float64 range")
+        raise ParameterError(f"{src} gives an inverse temperature outside the float64 range")
     tok = tr.encode([word])
     hard = forward(tr, tok, mode="hard")
     soft = forward(tr, tok, mode="soft", inv_tau=inv_tau)
