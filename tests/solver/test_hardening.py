@@ -334,3 +334,15 @@ def test_parameters_beyond_4300_digits_are_reported_in_one_line(capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "None" not in err
     assert "the default temperature at n = 2 (beta = ~1e-9999, eta = 1/4)" in err and "give --tau" in err
+
+
+@pytest.mark.parametrize("argv", [["verify", "a\x00b"], ["verify", "x", "a\x00b"],
+                                  ["certify", "--model", "a\x00b", "--n-max", "3"],
+                                  ["certify", "Y a", "--alphabet", "ab", "-o", "a\x00b"]])
+def test_a_nul_character_in_an_argument_is_bad_input(argv, capsys):
+    """Fuzz find: a NUL in a file name (possible only in process: no OS argument holds one) made
+    ``open`` raise ValueError, an internal error (exit 3).  One usage line naming the argument."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"softhard: error: argument {argv.index(next(a for a in argv if chr(0) in a)) + 1} holds a NUL " \
+                  "character, which no file name, formula or value can"
