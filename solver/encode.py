@@ -199,12 +199,24 @@ def exp_atoms(expr: sp.Expr) -> list[sp.Expr]:
     return atoms
 
 
-def enclose(atom: sp.Expr, lo: int, hi: int | None, prec: int) -> tuple[Fraction, Fraction | None]:
-    """Exact rational enclosure of ``atom = exp(g(n))`` for ``n ∈ [lo, hi]`` (clamped; see module doc)."""
+def _partial_fractions(atom: sp.Expr) -> sp.Expr:
+    """``exp(g)`` with a rational argument g rewritten as its partial fractions (an exact identity):
+    ``−Sn/(2n+2)`` becomes ``−S/2 + S/(2n+2)``, with one occurrence of n, so interval arithmetic
+    encloses it tightly on an unbounded box (as written it gives ``[−∞, 0]``: the dependency problem)."""
+    g = atom.args[0]
+    if g.is_polynomial(n) or not g.is_rational_function(n) or g.atoms(sp.Float):
+        return atom
+    return sp.exp(sp.apart(sp.cancel(g), n), evaluate=False)
+
+
+def enclose(atom: sp.Expr, lo: int, hi: int | None, prec: int, *, tight: bool = False
+            ) -> tuple[Fraction, Fraction | None]:
+    """Exact rational enclosure of ``atom = exp(g(n))`` for ``n ∈ [lo, hi]`` (clamped; see module doc).
+    ``tight``: a rational argument is first split into partial fractions (schedules' claims)."""
     old = iv.prec
     iv.prec = prec
     try:
-        v = iv_eval(atom, n_interval(lo, hi))
+        v = iv_eval(_partial_fractions(atom) if tight else atom, n_interval(lo, hi))
     finally:
         iv.prec = old
     L, U = _ends(v)
@@ -403,7 +415,7 @@ def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: 
     atoms: list[Atom] = []
     amap: dict[sp.Expr, z3.ArithRef] = {}
     for k, a in enumerate(exp_atoms(expr)):
-        L, U = enclose(a, lo, hi, prec)
+        L, U = enclose(a, lo, hi, prec, tight=poly_exp)
         v = z3.Real(f"E{k}", ctx)
         amap[a] = v
         s.add(v >= q(L, ctx))
