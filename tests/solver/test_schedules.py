@@ -179,3 +179,17 @@ def test_cli(tmp_path, capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "schedule" in err, err
+
+
+def test_bound_reports_the_constant_each_node_needs(capsys):
+    """``bound --schedule log``: P a needs S = 2 (its supremum, at n = 2: 3^{-S/2} = 1/3 exactly) and
+    survives; Y a's requirement still grows at n = 10^12 (it is about n/(β ln(n+1))·ln 4 there)."""
+    assert main(["bound", "(b & P a) | Y a", "--alphabet", "ab", "--schedule", "log", "--n-max", "1000",
+                 "--json"]) == 0
+    rows = {x["node"]: x["schedule"] for x in json.loads(capsys.readouterr().out)["nodes"]}
+    assert rows["P a"]["survives"] and rows["P a"]["sup_at_n"] == 2
+    assert rows["P a"]["S_required_sup"] == pytest.approx(2.0, rel=1e-9)
+    assert not rows["Y a"]["survives"] and rows["Y a"]["S_required_sup"] > 1e11
+    # at n = 1000 the average bound's S solves (998) x^2 + x = 1/3 with x = 1001^{-S/2}
+    x = mpmath.findroot(lambda x: 998 * x**2 + x - mpmath.mpf(1) / 3, 0.01)
+    assert rows["P a"]["S_required_at_n_max"] == pytest.approx(float(-2 * mpmath.log(x) / mpmath.log(1001)), rel=1e-9)
