@@ -26,6 +26,7 @@ from softhard.solver.certificate import certify
 from softhard.solver.certjson import compute_hashes
 from softhard.solver.check import Claim, check_claim
 from softhard.solver.cli import main
+from softhard.solver.encode import build_query
 from softhard.solver.kinds import verify_certificate
 from softhard.solver.pipeline import build_formula
 
@@ -193,3 +194,21 @@ def test_bound_reports_the_constant_each_node_needs(capsys):
     # at n = 1000 the average bound's S solves (998) x^2 + x = 1/3 with x = 1001^{-S/2}
     x = mpmath.findroot(lambda x: 998 * x**2 + x - mpmath.mpf(1) / 3, 0.01)
     assert rows["P a"]["S_required_at_n_max"] == pytest.approx(float(-2 * mpmath.log(x) / mpmath.log(1001)), rel=1e-9)
+
+
+def test_polynomial_enclosure_lemma_e():
+    """THEORY §9 lemma E: on an unbounded box an exp atom alone is only enclosed in [0, U], so
+    (n−2)·e^{−2n} ≤ 1/4 for every n ≥ 2 cannot be proved from it (box budget: unknown); with
+    E·(1 + 2n + 2n²) ≤ 1 it is proved in one query. A false claim, (n−2)·e^{−n/100} ≤ 1/4, is still
+    refuted at an integer (e^{-1}·98 > 36 at n = 100; the smallest violation is n = 3, 1·e^{-3/100} > 1/4)."""
+    e = (n_sym - 2) * sp.exp(-2 * n_sym)
+    r0 = check_claim(Claim(e, ETA, 2, None), max_boxes=8, second_check=False)
+    assert r0.status == "unknown"
+    r1 = check_claim(Claim(e, ETA, 2, None, poly_exp=True), second_check=False)
+    assert r1.status == "proved" and len(r1.queries) == 1
+    plain = build_query(e, ETA, 2, None).smtlib
+    assert r1.queries[0].smtlib.count("(assert") == plain.count("(assert") + 1  # exactly the lemma-E constraint
+    bad = (n_sym - 2) * sp.exp(-n_sym / 100)
+    r2 = check_claim(Claim(bad, ETA, 2, None, poly_exp=True), second_check=False)
+    assert r2.status == "refuted" and r2.counterexample == 3
+    assert mpmath.exp(-mpmath.mpf(3) / 100) > mpmath.mpf(1) / 4
