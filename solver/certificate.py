@@ -42,7 +42,7 @@ from .claims import (choice_static, claim_json, claim_specs, construction_static
 from .pipeline import Construction, rebuild
 from .precision import FORMATS, precision_section, separable_up_to
 from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport
-from .search import empirical_inv_tau, find_inv_tau, find_schedule_constant
+from .search import empirical_inv_tau, find_inv_tau, find_schedule_constant, schedule_requirement
 
 #: largest length at which ``--find-tau`` measures the empirical minimum 1/τ (run time)
 EMPIRICAL_N_CAP = 10_000
@@ -137,14 +137,37 @@ class Target:
     make: Callable
     leak_at: Callable
 
+    def scheduled(self, c: Construction) -> bool:
+        """A τ bound of a construction with a schedule (THEORY §9): its values are the constant S."""
+        return c.params.schedule is not None and self.nb.bound.parameter == tau_sym
+
+    def binding(self, c: Construction) -> int | None:
+        """The binding length: ``n_bind``, or under a schedule where the numeric requirement S(n) is
+        largest (:func:`~softhard.solver.search.schedule_requirement`, cached per construction)."""
+        if not self.scheduled(c):
+            return self.n_bind
+        return self._schedule_sup(c)[1]
+
+    def _schedule_sup(self, c: Construction):
+        key = ("schedule_sup", self.nb.node, self.lo)
+        if key not in c._cache:
+            c._cache[key] = schedule_requirement(self.leak_at(None), self.lo, tolerance=c.tolerance, beta=c.beta)
+        return c._cache[key]
+
     def reference(self, c: Construction, n_max: int) -> tuple[float, float | None, float | None]:
+        """(tight numeric requirement at the binding length, closed form and gap lemma at ``n_max``), as
+        1/τ — or, under a schedule, as S: the supremum of S(n) and the two references divided by g(n_max)."""
         b = self.nb.bound
-        tight = float(required_inv_tau(self.leak_at(self.n_bind), n_value=self.n_bind if self.n_bind is not None else 1,
-                                       eta_value=c.tolerance, beta_value=c.beta))
         closed = (float(evaluate(b.inv_tau_star, n_value=n_max, inv_tau=1, beta_value=c.beta, eta_value=c.tolerance))
                   if b.inv_tau_star is not None else None)
         generic = (float(required_inv_tau(b.generic, n_value=n_max, eta_value=c.tolerance, beta_value=c.beta))
                    if b.generic is not None and n_max >= 2 else None)
+        if self.scheduled(c):
+            g = c.params.inv_tau_at(n_max, 1)
+            return (float(self._schedule_sup(c)[0]), None if closed is None else closed / g,
+                    None if generic is None else generic / g)
+        tight = float(required_inv_tau(self.leak_at(self.n_bind), n_value=self.n_bind if self.n_bind is not None else 1,
+                                       eta_value=c.tolerance, beta_value=c.beta))
         return tight, closed, generic
 
 
@@ -290,7 +313,7 @@ def search_section(c: Construction, found: list[dict], n_lo: int, n_max: int, al
         tight, closed, generic = tg.reference(c, n_max)
         per.append({"node": tg.nb.node, "kind": b.kind, "parameter": str(b.parameter),
                     "inv_tau_certified": r["inv_tau_certified"], "proof_at_certified": proof.status,
-                    "binding_n": tg.n_bind, "inv_tau_tight_numeric": tight, "inv_tau_closed_form": closed,
+                    "binding_n": tg.binding(c), "inv_tau_tight_numeric": tight, "inv_tau_closed_form": closed,
                     "inv_tau_generic_gap_lemma": generic, "empirical": r.get("empirical"), "rounds": r.get("rounds"),
                     "message": "" if proof.status == "proved" else f"not proved at the stated value ({proof.reason})"})
     inv_tau, params = found_params(c, found, n_lo, n_max, all_n, tune)

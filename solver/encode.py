@@ -355,14 +355,13 @@ def _algebraic_powers(expr: sp.Expr) -> list[sp.Expr]:
 
 
 def inverse_roots(expr: sp.Expr) -> set[sp.Expr]:
-    """The bases of rational powers (denominator > 2) in ``expr`` whose exponents are all negative."""
-    pos, neg = set(), set()
+    """The bases h of rational powers in ``expr`` whose exponents are all negative and not all
+    halves (a root of degree > 2): encoded by R = h^{-1/Q} (``R > 0 ∧ R^Q·h = 1``), which needs h > 0
+    on the box (:func:`build_query` checks it)."""
+    powers: dict[sp.Expr, list[sp.Expr]] = {}
     for a in _algebraic_powers(expr):
-        if _is_root_power(a) or a.base in neg:
-            (neg if a.exp < 0 else pos).add(a.base)
-        else:
-            pos.add(a.base)
-    return neg - pos
+        powers.setdefault(a.base, []).append(a)
+    return {h for h, ps in powers.items() if all(p.exp < 0 for p in ps) and any(_is_root_power(p) for p in ps)}
 
 
 def root_degrees(expr: sp.Expr) -> dict[sp.Expr, int]:
@@ -431,6 +430,8 @@ def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: 
             iv.prec = old
         if lo_r is None or lo_r < 0:
             raise SolverError(f"cannot show the radicand {root} is >= 0 for n in [{lo}, {hi}]")
+        if lo_r == 0 and root in inverse_roots(expr):  # R^Q·h = 1 has no solution where h = 0
+            raise SolverError(f"cannot show the base {root} of a negative power is > 0 for n in [{lo}, {hi}]")
     tr = _Translator(nvar, amap)
     tr.degree = root_degrees(expr)
     tr.inverse = inverse_roots(expr)
