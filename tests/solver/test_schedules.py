@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 from fractions import Fraction
+from pathlib import Path
 
 import mpmath
 import pytest
@@ -30,6 +31,7 @@ from softhard.solver.encode import build_query
 from softhard.solver.kinds import verify_certificate
 from softhard.solver.pipeline import build_formula
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FAST = {"exhaustive_len": 5, "random_count": 32, "random_n_max": 64, "adversarial_ns": (10, 100)}
 ETA = Fraction(1, 4)
 
@@ -176,7 +178,8 @@ def test_cli(tmp_path, capsys):
     assert cert["construction"]["schedule"]["S"] == "17/8" and cert["range"]["all_n"] is True
     capsys.readouterr()
     for argv in (["certify", "P a", "--schedule", "cubic:2"], ["certify", "P a", "--schedule", "log:2", "--tau", "1"],
-                 ["run", "P a", "ab", "--schedule", "log:2"]):
+                 ["run", "P a", "ab", "--schedule", "log:2"],
+                 ["certify", "--model", str(EXAMPLES / "models" / "ab_subsequence.json"), "--schedule", "log:2", "--n-max", "5"]):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "schedule" in err, err

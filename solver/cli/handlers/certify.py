@@ -48,6 +48,8 @@ formula:
 def source_kind(args) -> str:
     """``"formula"``, ``"model"`` or ``"tracr"``: the one source given (no source: the formula
     kind's default example); each kind's own options refused with another."""
+    if (args.tracr or args.model) and getattr(args, "schedule", None) is not None:
+        raise ParameterError("--schedule is for formulas (THEORY §9); model files and Tracr exports use one tau")
     if args.tracr:
         if args.model:
             raise ParameterError("give either --tracr or --model, not both")
