@@ -217,7 +217,10 @@ def claim_json(cs: ClaimSpec, r: ClaimResult) -> dict:
         "status": r.status,
         "method": ("z3 (negated claim unsatisfiable on every box of n; exp terms replaced by exact rational "
                    "enclosures, n real; a box answered 'sat' is only a candidate — its integers were checked "
-                   "rigorously and the box split; the 'unsat' boxes cover the range)") if r.status == "proved" else
+                   "rigorously and the box split; the 'unsat' boxes cover the range)"
+                   + ("; schedule (THEORY §9): rational powers h^(-p/q) encoded exactly by R > 0, R^Q*h = 1 "
+                      "(lemma L), exp atoms with a polynomial argument g <= 0 also satisfy E*(1 - g + g^2/2) <= 1 "
+                      "(lemma E)" if cs.poly_exp else "")) if r.status == "proved" else
                   ("z3 candidate + arb rigorous evaluation at the counterexample" if r.status == "refuted"
                    else "z3/arb inconclusive"),
         "reason": r.reason,
