@@ -16,12 +16,16 @@ Names and meanings (never mixed):
 * ``comparator``: how count comparisons are built, "ln" | "head" | "pe" (``None``: no comparison);
 * ``inv_tau``: 1/τ > 0, the inverse temperature (``None`` until a run or a search chooses it);
 * ``construction``: how P/F selections (key = value) are built, "auto" | "unique" | "average"
-  (THEORY §4b; ``None``: auto).
+  (THEORY §4b; ``None``: auto);
+* ``schedule``: the temperature schedule, "const" | "lin" | "log" (THEORY §9; ``None``: const).  Under
+  a schedule ``inv_tau`` is its constant S: ``1/τ(n) = S`` (const), ``S·n`` (lin), ``S·ln(n+1)``
+  (log, "log-length scaling"); :meth:`Params.substitution` puts ``τ = 1/(S·g(n))`` into every bound.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -29,12 +33,14 @@ import sympy as sp
 
 from ..constructions.errors import ParameterError
 from ..constructions.parameters import (DEFAULT_BETA, DEFAULT_ETA, check_beta, check_comparator, check_construction,
-                                        check_eps_ln, check_eta, check_regime, to_fraction)
+                                        check_eps_ln, check_eta, check_regime, check_schedule,
+                                        to_fraction)
 from .cache import subs as cached_subs
 from .core import beta as beta_sym
 from .core import eps_ln as eps_ln_sym
 from .core import epsilon as epsilon_sym
 from .core import eta as eta_sym
+from .core import n as n_sym
 from .core import tau as tau_sym
 
 
@@ -74,6 +80,7 @@ class Params:
     comparator: str | None = None
     inv_tau: Fraction | None = None
     construction: str | None = None
+    schedule: str | None = None
 
     def __post_init__(self) -> None:
         if self.regime is not None:
@@ -88,6 +95,27 @@ class Params:
         set_(self, "inv_tau", None if self.inv_tau is None else check_inv_tau_exact(self.inv_tau))
         if self.construction is not None:
             check_construction(self.construction)
+        if self.schedule is not None:
+            check_schedule(self.schedule)
+            if self.schedule == "const":
+                set_(self, "schedule", None)  # one spelling of the constant schedule
+
+    @property
+    def schedule_kind(self) -> str:
+        """``"const"``, ``"lin"`` or ``"log"`` (THEORY §9)."""
+        return self.schedule or "const"
+
+    def schedule_factor(self) -> sp.Expr:
+        """``g(n)`` of the schedule ``1/τ(n) = S·g(n)``: 1, n or ln(n+1) (a SymPy expression in n;
+        THEORY §9)."""
+        return schedule_factor(self.schedule_kind)
+
+    def inv_tau_at(self, n_value: int, inv_tau: Fraction | float | None = None) -> float:
+        """The float inverse temperature a numeric run uses at length ``n_value``: ``S·g(n)`` with S the
+        argument (else :attr:`inv_tau`).  For numeric runs only, never for proofs."""
+        x = float(inv_tau if inv_tau is not None else self.inv_tau)
+        k = self.schedule_kind
+        return x if k == "const" else x * n_value if k == "lin" else x * math.log1p(n_value)
 
     @property
     def tau(self) -> Fraction | None:
@@ -127,7 +155,7 @@ class Params:
                 out[sym] = _rational(v)
         x = inv_tau if inv_tau is not None else self.inv_tau
         if x is not None and tau_sym not in keep:
-            out[tau_sym] = _rational(1 / Fraction(x))
+            out[tau_sym] = _rational(1 / Fraction(x)) / self.schedule_factor()  # τ(n) = 1/(S·g(n))
         return out
 
     def substitute(self, expr, *, inv_tau: Fraction | None = None, keep: tuple[sp.Symbol, ...] = ()) -> sp.Expr:
@@ -143,4 +171,13 @@ class Params:
                 out[k] = f"{v.numerator}/{v.denominator}" if v.denominator != 1 else str(v.numerator)
         if self.comparator is not None:
             out["comparator"] = self.comparator
+        if self.schedule is not None:
+            out["schedule"] = self.schedule
         return out
+
+
+def schedule_factor(kind: str) -> sp.Expr:
+    """``g(n)`` of ``1/τ(n) = S·g(n)``: 1 (const), n (lin), ln(n+1) (log); THEORY §9.  Raises
+    :class:`ParameterError` for an unknown kind."""
+    check_schedule(kind)
+    return sp.Integer(1) if kind == "const" else n_sym if kind == "lin" else sp.log(n_sym + 1)

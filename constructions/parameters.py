@@ -160,3 +160,28 @@ def check_comparator(method: str) -> str:
     if method not in COMPARATORS:
         raise ParameterError(f"comparator must be one of {', '.join(COMPARATORS)} (THEORY §5), got {method!r}")
     return method
+
+
+#: temperature schedules (THEORY §9): ``const`` 1/τ = S, ``lin`` 1/τ(n) = S·n, ``log`` 1/τ(n) = S·ln(n+1)
+#: ("log-length scaling": logits times S·ln(n+1)); S is the inverse temperature the certificate states
+SCHEDULES = ("const", "lin", "log")
+
+
+def check_schedule(kind: str) -> str:
+    """Return ``kind`` if it is one of :data:`SCHEDULES`; raise :class:`ParameterError` otherwise."""
+    if kind not in SCHEDULES:
+        raise ParameterError(f"schedule must be one of {', '.join(SCHEDULES)} (THEORY §9), got {kind!r}")
+    return kind
+
+
+def parse_schedule(text: str) -> tuple[str, Fraction | None]:
+    """``"const"``, ``"lin:S"``, ``"log:S"`` (or a kind without ``:S``, for a search) → ``(kind, S)``,
+    S an exact Fraction > 0 or None.  Raises :class:`ParameterError` for anything else (THEORY §9)."""
+    kind, sep, rest = str(text).strip().partition(":")
+    check_schedule(kind)
+    if not sep:
+        return kind, None
+    s = to_fraction(rest, "schedule constant S")
+    if s <= 0:
+        raise ParameterError(f"the schedule constant S must be > 0, got {s}")
+    return kind, s

@@ -28,7 +28,7 @@ from .certjson import load_certificate, write_certificate
 from .kinds import verify_certificate
 from .models import ModelAnalysis, build_model_construction, certify_model
 from .pipeline import Construction
-from .pipeline import build as _build_formula
+from .pipeline import build_formula
 from .replay import VerifyReport
 from .tracr import certify_tracr
 
@@ -50,12 +50,13 @@ def load_formula(formula: str | os.PathLike, alphabet=None) -> FormulaSpec:
 def build(spec: FormulaSpec, params: Params | None = None) -> Construction:
     """Compile a formula into its hard/soft transformer pair and derive every node's bound.
 
-    ``params``: regime, β, η, comparator, ε_LN (default ``Params()``: regime T, β = η = 1/4).
+    ``params``: regime, β, η, comparator, ε_LN, schedule (default ``Params()``: regime T, β = η = 1/4,
+    constant τ; ``Params(schedule="log")`` makes :func:`certify`'s τ the schedule's constant S, THEORY §9).
     Raises :class:`ParameterError` for parameters the construction cannot use (e.g. parity outside
     regime P).  Source: THEORY §3–§5."""
     p = params or Params()
-    return _build_formula(spec, p.regime, beta=p.beta, eta=p.eta if p.eta is not None else Fraction(1, 4),
-                          comparator=p.comparator, eps_ln=p.eps_ln)
+    # the one Params object, whole (its schedule and construction too), onto the one pipeline
+    return build_formula(spec, p if p.eta is not None else p.with_(eta=Fraction(1, 4)))
 
 
 def build_model(spec: ModelSpec, *, n_max: int, epsilon="margin", progress=None, **options
@@ -85,7 +86,8 @@ def verify(certificate: dict | str | os.PathLike, *, timeout_s: float = 20.0, bu
 
 def run(c: Construction, word, *, inv_tau: float) -> tuple[Trace, Trace]:
     """The hard and the soft transformer of ``c`` on one word (a string of one-character symbols or
-    a sequence of symbols); ``inv_tau``: the soft transformer's 1/τ (> 0, finite float).
+    a sequence of symbols); ``inv_tau``: the soft transformer's 1/τ (> 0, finite float) — under a
+    schedule (``Params(schedule="lin"|"log")``, THEORY §9) its constant S: the run uses S·g(n).
     Returns ``(hard, soft)`` traces; ``trace.x`` has shape (1, n + 1, D) (row 0: BOS).
     Raises :class:`ParameterError` for a bad 1/τ or a symbol outside the alphabet.  THEORY §2."""
     alphabet = c.model.alphabet
@@ -93,7 +95,8 @@ def run(c: Construction, word, *, inv_tau: float) -> tuple[Trace, Trace]:
     if not w:
         raise ParameterError("the word is empty")
     tok = c.model.encode([w])
-    return forward(c.model, tok, mode="hard"), forward(c.model, tok, mode="soft", inv_tau=inv_tau)
+    it = inv_tau if c.params.schedule is None else c.params.inv_tau_at(len(w), inv_tau)
+    return forward(c.model, tok, mode="hard"), forward(c.model, tok, mode="soft", inv_tau=it)
 
 
 def confirm(c: Construction, *, n_max: int, inv_tau: float, **families_options) -> Confirmation:

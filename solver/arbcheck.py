@@ -53,6 +53,11 @@ def arb_eval(expr: sp.Expr, nval: flint.arb) -> flint.arb:
         r = arb_eval(expr.base, nval).sqrt()  # NaN ball (never < eta) if the radicand may be < 0
         k = int(expr.exp * 2)
         return r**k if k >= 0 else 1 / (r ** (-k))
+    if expr.is_Pow and expr.exp.is_Rational:  # h^{p/q} (log-length schedule, THEORY §9): exp((p/q)·ln h)
+        b = arb_eval(expr.base, nval)  # ln of a ball that may reach 0 or below is NaN: never < eta
+        return _arb_exp(_arb_rational(int(expr.exp.p), int(expr.exp.q)) * b.log())
+    if isinstance(expr, sp.log):
+        return arb_eval(expr.args[0], nval).log()
     if isinstance(expr, sp.exp):
         return _arb_exp(arb_eval(expr.args[0], nval))
     if isinstance(expr, (sp.Max, sp.Min)):

@@ -38,11 +38,11 @@ from .arbcheck import exceeds
 from .certjson import compute_hashes
 from .check import Claim, ClaimResult, ProofCache
 from .claims import (choice_static, claim_json, claim_specs, construction_static, frac_str, graph_data, node_static,
-                     parse_frac, versions)
+                     parse_frac, schedule_outcome, versions)
 from .pipeline import Construction, rebuild
 from .precision import FORMATS, precision_section, separable_up_to
 from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport
-from .search import empirical_inv_tau, find_inv_tau
+from .search import empirical_inv_tau, find_inv_tau, find_schedule_constant, schedule_requirement
 
 #: largest length at which ``--find-tau`` measures the empirical minimum 1/τ (run time)
 EMPIRICAL_N_CAP = 10_000
@@ -54,7 +54,7 @@ COMPOSED = ("all node claims proved  =>  every clean-up round_eta is exact  =>  
 # numeric confirmation (measured)
 
 
-def numeric_families(c: Construction, n_max: int, inv_tau: float, *, exhaustive_len: int = 10,
+def numeric_families(c: Construction, n_max: int, inv_tau: float | Callable[[int], float], *, exhaustive_len: int = 10,
                      random_count: int = 1000, random_n_max: int = 500, adversarial_ns=(10, 100, 1000, 10000),
                      seed: int = 0) -> dict[str, list]:
     """The input families of the numeric confirmation (issue 2 item 7), capped by ``n_max``."""
@@ -74,7 +74,7 @@ def numeric_families(c: Construction, n_max: int, inv_tau: float, *, exhaustive_
             rnd.extend(random_words(alph, per, L, seed=seed + k, n_min=L))
     adv: list = []
     for k in sorted({min(k, n_max) for k in adversarial_ns}):
-        adv.extend(dict.fromkeys(adversarial_words(c.model, k, inv_tau).values()))
+        adv.extend(dict.fromkeys(adversarial_words(c.model, k, inv_tau(k) if callable(inv_tau) else inv_tau).values()))
         adv.extend(dict.fromkeys(adversarial_layernorm_words(c.model, k).values()))  # LN comparators
     fams = {"exhaustive": exh, "random": rnd, "adversarial": list(dict.fromkeys(adv))}
     return {k: v for k, v in fams.items() if v}
@@ -82,13 +82,15 @@ def numeric_families(c: Construction, n_max: int, inv_tau: float, *, exhaustive_
 
 def numeric_section(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, progress=None) -> dict:
     it = float(inv_tau)
+    # under a schedule (THEORY §9) every run uses 1/τ(n) = S·g(n) at its own length n
+    run_it = it if c.params.schedule is None else (lambda k: c.params.inv_tau_at(k, inv_tau))
     opts = dict(opts)
     key_ns = opts.pop("key_pattern_ns", None)
-    fams = numeric_families(c, n_max, it, **opts)
+    fams = numeric_families(c, n_max, run_it, **opts)
     if key_ns is None:  # the binding length, capped for run time, and two smaller ones
         top = min(n_max, 10**5)
         key_ns = sorted({k for k in (2, max(2, top // 100), top) if k <= n_max})
-    conf = confirm(c.model, c.bounds, fams, it, beta=c.beta, eta=c.eta, progress=progress, key_pattern_ns=key_ns)
+    conf = confirm(c.model, c.bounds, fams, run_it, beta=c.beta, eta=c.eta, progress=progress, key_pattern_ns=key_ns)
     per_node = conf.summary(word_chars=64)
     lengths = {f: [min(x.n for x in conf.checks if x.family == f), max(x.n for x in conf.checks if x.family == f)]
                for f in dict.fromkeys(x.family for x in conf.checks)}
@@ -110,7 +112,8 @@ def float64_margin(c: Construction, b, n_bind: int | None, lo: int) -> float:
     Beyond the length where float64 separates adjacent positions (:func:`separable_up_to`) no
     float64 run represents the construction, so no margin is owed there: 1e-9 (the allowance also
     overflows to infinity from about n = 6·10^17 on)."""
-    if c.kind != "formula" or c.regime not in ("T", "U") or b.kind != "selection" or str(b.parameter) != "tau":
+    if (c.kind != "formula" or c.regime not in ("T", "U") or b.kind != "selection" or str(b.parameter) != "tau"
+            or c.params.schedule is not None):
         return 1e-9
     nb_ = n_bind if n_bind is not None else 10**6
     if max(nb_, lo) > separable_up_to(c.regime, c.beta, FORMATS["float64"]):
@@ -134,14 +137,37 @@ class Target:
     make: Callable
     leak_at: Callable
 
+    def scheduled(self, c: Construction) -> bool:
+        """A τ bound of a construction with a schedule (THEORY §9): its values are the constant S."""
+        return c.params.schedule is not None and self.nb.bound.parameter == tau_sym
+
+    def binding(self, c: Construction) -> int | None:
+        """The binding length: ``n_bind``, or under a schedule where the numeric requirement S(n) is
+        largest (:func:`~softhard.solver.search.schedule_requirement`, cached per construction)."""
+        if not self.scheduled(c):
+            return self.n_bind
+        return self._schedule_sup(c)[1]
+
+    def _schedule_sup(self, c: Construction):
+        key = ("schedule_sup", self.nb.node, self.lo)
+        if key not in c._cache:
+            c._cache[key] = schedule_requirement(self.leak_at(None), self.lo, tolerance=c.tolerance, beta=c.beta)
+        return c._cache[key]
+
     def reference(self, c: Construction, n_max: int) -> tuple[float, float | None, float | None]:
+        """(tight numeric requirement at the binding length, closed form and gap lemma at ``n_max``), as
+        1/τ — or, under a schedule, as S: the supremum of S(n) and the two references divided by g(n_max)."""
         b = self.nb.bound
-        tight = float(required_inv_tau(self.leak_at(self.n_bind), n_value=self.n_bind if self.n_bind is not None else 1,
-                                       eta_value=c.tolerance, beta_value=c.beta))
         closed = (float(evaluate(b.inv_tau_star, n_value=n_max, inv_tau=1, beta_value=c.beta, eta_value=c.tolerance))
                   if b.inv_tau_star is not None else None)
         generic = (float(required_inv_tau(b.generic, n_value=n_max, eta_value=c.tolerance, beta_value=c.beta))
                    if b.generic is not None and n_max >= 2 else None)
+        if self.scheduled(c):
+            g = c.params.inv_tau_at(n_max, 1)
+            return (float(self._schedule_sup(c)[0]), None if closed is None else closed / g,
+                    None if generic is None else generic / g)
+        tight = float(required_inv_tau(self.leak_at(self.n_bind), n_value=self.n_bind if self.n_bind is not None else 1,
+                                       eta_value=c.tolerance, beta_value=c.beta))
         return tight, closed, generic
 
 
@@ -158,14 +184,20 @@ def targets(c: Construction, n_lo: int, n_max: int, all_n: bool, tune: tuple[str
         hi = None if all_n else n_max
         fixed = c.params.substitution(keep=(b.parameter,))
 
-        def make(x, b=b, lo=lo, hi=hi, fixed=fixed, label=nb.node):
+        sched = c.params.schedule is not None and b.parameter == tau_sym
+
+        def make(x, b=b, lo=lo, hi=hi, fixed=fixed, label=nb.node, sched=sched):
             s = dict(fixed)
-            s[b.parameter] = sp.Rational(x.denominator, x.numerator)
+            # a schedule's τ(n) = 1/(S·g(n)) (THEORY §9): the one substitution, Params.substitution
+            s[b.parameter] = (c.params.substitution(inv_tau=x)[tau_sym] if sched
+                              else sp.Rational(x.denominator, x.numerator))
             expr = cached_subs(b.leak, s)
             tol = cached_subs(b.tolerance, s)
-            return Claim(expr, Fraction(int(tol.p), int(tol.q)), lo, hi, label=label)
+            return Claim(expr, Fraction(int(tol.p), int(tol.q)), lo, hi, label=label, poly_exp=sched)
 
-        def leak_at(k, b=b):
+        def leak_at(k, b=b, sched=sched):
+            if sched:  # the bound with τ → τ/g(n): its "1/τ" is the schedule's constant S
+                return in_tau(b, c.params.exact()).subs(tau_sym, tau_sym / c.params.schedule_factor())
             if k is None and b.all_n is not None:
                 return b.all_n.subs(b.parameter, tau_sym)
             return in_tau(b, c.params.exact())
@@ -192,13 +224,17 @@ def search_values(c: Construction, n_lo: int, n_max: int, all_n: bool, timeout_s
     out = []
     for tg in targets(c, n_lo, n_max, all_n, tune):
         nb, b = tg.nb, tg.nb.bound
-        margin = float64_margin(c, b, tg.n_bind, tg.lo)
-        res = find_inv_tau(tg.make, tg.leak_at, n_bind=tg.n_bind, tolerance=c.tolerance, beta=c.beta, timeout_s=timeout_s,
-                           margin=margin, check=proofs.check)
+        if c.params.schedule is not None and b.parameter == tau_sym:  # THEORY §9: S on a grid, all n
+            res = find_schedule_constant(tg.make, tg.leak_at(None), tg.lo, tolerance=c.tolerance, beta=c.beta,
+                                         timeout_s=timeout_s, check=proofs.check)
+        else:
+            margin = float64_margin(c, b, tg.n_bind, tg.lo)
+            res = find_inv_tau(tg.make, tg.leak_at, n_bind=tg.n_bind, tolerance=c.tolerance, beta=c.beta,
+                               timeout_s=timeout_s, margin=margin, check=proofs.check)
         row = {"node": nb.node, "inv_tau_certified": frac_str(res.inv_tau) if res.inv_tau is not None else None,
                "rounds": res.rounds, "message": res.message, "empirical": None}
         key = c.graph.nodes[nb.node].get("key") if nb.node in c.graph else None
-        if key is not None and res.inv_tau is not None:
+        if key is not None and res.inv_tau is not None and c.params.schedule is None:
             row["empirical"] = _empirical(c, tg, key, n_max, all_n, timeout_s, res.inv_tau, proofs)
         out.append(row)
     return out
@@ -277,7 +313,7 @@ def search_section(c: Construction, found: list[dict], n_lo: int, n_max: int, al
         tight, closed, generic = tg.reference(c, n_max)
         per.append({"node": tg.nb.node, "kind": b.kind, "parameter": str(b.parameter),
                     "inv_tau_certified": r["inv_tau_certified"], "proof_at_certified": proof.status,
-                    "binding_n": tg.n_bind, "inv_tau_tight_numeric": tight, "inv_tau_closed_form": closed,
+                    "binding_n": tg.binding(c), "inv_tau_tight_numeric": tight, "inv_tau_closed_form": closed,
                     "inv_tau_generic_gap_lemma": generic, "empirical": r.get("empirical"), "rounds": r.get("rounds"),
                     "message": "" if proof.status == "proved" else f"not proved at the stated value ({proof.reason})"})
     inv_tau, params = found_params(c, found, n_lo, n_max, all_n, tune)
@@ -320,7 +356,9 @@ def assemble(c: Construction, *, inv_tau: Fraction, n_lo: int, n_max: int, all_n
         nodes.append({**node_static(nb, n_lo, n_max, all_n), "choice": choice_static(c, v, n_max, all_n),
                       "claim": cs.id if cs else None,
                       "status": results[cs.id].status if cs else "proved",
-                      "numeric": (numeric or {}).get("nodes", {}).get(v)})
+                      "numeric": (numeric or {}).get("nodes", {}).get(v),
+                      **({"schedule": schedule_outcome(c, nb, inv_tau, cs, results[cs.id] if cs else None, all_n)}
+                         if c.params.schedule is not None else {})})
     statuses = [r.status for r in results.values()]
     return {
         "schema": SCHEMA,
@@ -377,8 +415,8 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
     """
     t_start = time.perf_counter()
     check_range(n_lo, n_max, tau, find_tau)
-    if all_n is None:  # (a searched ε_LN > 0 is not exact for every n: Θ(n²))
-        all_n = c.uniform_in_n and "eps_ln" not in tune
+    if all_n is None:  # (a searched ε_LN > 0 is not exact for every n: Θ(n²)); a schedule: all n (THEORY §9)
+        all_n = (c.uniform_in_n or c.params.schedule is not None) and "eps_ln" not in tune
     say = progress or (lambda s: None)
     proofs = ProofCache()
     tune = ("tau",) + tuple(tune)
@@ -413,7 +451,8 @@ def _inputs(cert: dict) -> object:
     rows = None if srch is None else [{k: r.get(k) for k in ("node", "inv_tau_certified", "rounds", "empirical")}
                                       for r in srch["per_bound"]]
     return [cert["source"], cert["construction"]["regime"], cert["construction"]["params"],
-            cert["construction"]["inv_tau"], cert["range"], rows, (srch or {}).get("params"), cert.get("numeric")]
+            cert["construction"]["inv_tau"], cert["range"], rows, (srch or {}).get("params"), cert.get("numeric"),
+            cert["construction"].get("schedule")]
 
 
 def construction_params(cert: dict) -> Params:
@@ -423,7 +462,9 @@ def construction_params(cert: dict) -> Params:
     con = cert["construction"]
     try:
         exact = {k: parse_frac(v, f"construction.params.{k}") for k, v in con["params"].items()}
-        return Params(regime=con["regime"], comparator=cert["source"].get("comparator"), **exact)
+        sched = con.get("schedule")
+        return Params(regime=con["regime"], comparator=cert["source"].get("comparator"),
+                      schedule=None if sched is None else sched.get("kind"), **exact)
     except (ParameterError, TypeError) as e:
         raise CertificateError(f"construction.params: {e}", path="construction.params") from None
 
@@ -501,7 +542,8 @@ def _check_numeric(num: dict | None, c: Construction, rep: VerifyReport) -> None
         if v not in c.bounds:
             rep.add(f"numeric.nodes.{v}", "unknown node")
             continue
-        bd = float(c.bounds[v].value(s["at_n"], inv_tau, c.beta, c.tolerance))
+        it_n = inv_tau if c.params.schedule is None else Fraction(c.params.inv_tau_at(s["at_n"], inv_tau))
+        bd = float(c.bounds[v].value(s["at_n"], it_n, c.beta, c.tolerance))
         if abs(bd - s["bound_there"]) > 1e-12 * max(abs(bd), 1e-300):
             rep.add(f"numeric.nodes.{v}.bound_there", f"stored {s['bound_there']!r} but the bound at n = {s['at_n']} "
                                                       f"is {bd!r}")

@@ -50,6 +50,8 @@ class Claim:
     n_lo: int
     n_hi: int | None
     label: str = ""
+    #: add the polynomial enclosures of exponentials tied to n (schedules, THEORY §9 lemma E)
+    poly_exp: bool = False
 
     def __post_init__(self):
         if not isinstance(self.eta, Fraction):
@@ -97,7 +99,7 @@ class ClaimResult:
 
 
 def _query_text(claim: Claim, lo: int, hi: int | None, prec: int) -> str:
-    q: Query = build_query(claim.expr, claim.eta, lo, hi, prec=prec)
+    q: Query = build_query(claim.expr, claim.eta, lo, hi, prec=prec, poly_exp=claim.poly_exp)
     return q.smtlib
 
 
@@ -195,7 +197,7 @@ def _z3_ranges(claim: Claim, lo: int, hi: int | None, runs: list[QueryRun], *, t
             return "unknown", "time limit reached", None, None
         # the box query's SMT-LIB2 text is a function of (claim, box, precision): built once, kept in
         # the derivation cache (bounds/cache.py); Z3 runs on it every time
-        smtlib = text_of("smt", claim.expr, [str(claim.eta), a, b, prec],
+        smtlib = text_of("smt", claim.expr, [str(claim.eta), a, b, prec] + (["poly_exp"] if claim.poly_exp else []),
                          lambda a=a, b=b, prec=prec: _query_text(claim, a, b, prec))
         ans, reason, mn, secs = run_z3(smtlib, timeout_s)
         runs.append(QueryRun(lo=a, hi=b, smtlib=smtlib, answer=ans, seconds=secs, reason=reason, model_n=mn))
@@ -305,7 +307,8 @@ class ProofCache:
 
     def check(self, claim: Claim, **options) -> ClaimResult:
         """:func:`check_claim` of ``claim`` with ``options``, computed once."""
-        key = (sp.srepr(claim.expr), claim.eta, claim.n_lo, claim.n_hi, tuple(sorted(options.items())))
+        key = (sp.srepr(claim.expr), claim.eta, claim.n_lo, claim.n_hi, claim.poly_exp,
+               tuple(sorted(options.items())))
         if key not in self._results:
             deadline = VERIFY_DEADLINE.get()
             if deadline is not None:

@@ -23,6 +23,7 @@ from ..bounds.cache import subs as cached_subs
 from ..bounds.core import n as n_sym
 from ..bounds.derive import NodeBound, alternative_bound, in_tau, latex, required_inv_tau
 from ..constructions.errors import CertificateError, ParameterError
+from .arbcheck import exceeds
 from .check import Claim, ClaimResult
 from .pipeline import Construction
 
@@ -59,9 +60,11 @@ class ClaimSpec:
     n_hi: int | None
     nodes: list[str] = field(default_factory=list)
     template: NodeBound | None = None
+    #: a schedule's claim: exponentials tied to n get polynomial enclosures (THEORY §9 lemma E)
+    poly_exp: bool = False
 
     def claim(self) -> Claim:
-        return Claim(self.expr, self.tolerance, self.n_lo, self.n_hi, label=self.id)
+        return Claim(self.expr, self.tolerance, self.n_lo, self.n_hi, label=self.id, poly_exp=self.poly_exp)
 
 
 def claim_specs(c: Construction, inv_tau: Fraction, n_lo: int, n_max: int, all_n: bool) -> list[ClaimSpec]:
@@ -82,7 +85,7 @@ def claim_specs(c: Construction, inv_tau: Fraction, n_lo: int, n_max: int, all_n
         key = (sp.srepr(expr), str(tol), lo, hi)
         if key not in out:
             out[key] = ClaimSpec(id=f"c{len(out)}", expr=expr, tolerance=Fraction(int(tol.p), int(tol.q)),
-                                 n_lo=lo, n_hi=hi, template=nb)
+                                 n_lo=lo, n_hi=hi, template=nb, poly_exp=c.params.schedule is not None)
         out[key].nodes.append(v)
     return list(out.values())
 
@@ -134,15 +137,69 @@ def choice_static(c: Construction, v: str, n_max: int, all_n: bool) -> dict | No
                        if method == "auto" else f"--construction {method}")}
 
 
+def schedule_static(c: Construction, inv_tau: Fraction) -> dict | None:
+    """A schedule certificate's ``construction.schedule`` (THEORY §9): its kind (an input), S = the
+    stated 1/τ constant and ``1/τ(n)`` as text; None for the constant schedule."""
+    if c.params.schedule is None:
+        return None
+    g = {"lin": "n", "log": "ln(n+1)"}[c.params.schedule]
+    return {"kind": c.params.schedule, "S": frac_str(inv_tau), "inv_tau_of_n": f"{frac_str(inv_tau)}*{g}",
+            "meaning": f"1/tau(n) = S*{g}: logits scaled by S*{g} (THEORY §9)"}
+
+
 def construction_static(c: Construction, inv_tau: Fraction) -> dict:
     """The derived parts of a certificate's ``construction`` section (verify compares them)."""
-    return {
+    sched = schedule_static(c, inv_tau)
+    return {**({"schedule": sched} if sched is not None else {}),
         "title": c.title, "kind": c.kind, "regime": c.regime,
         "positional": c.model.positional_name, "bounded_positional": c.model.bounded,
         "params": {k: frac_str(v) for k, v in c.params.exact().items()},
         "tau": frac_str(1 / inv_tau), "inv_tau": frac_str(inv_tau),
         "inv_tau_decimal": mpmath.nstr(mpmath.mpf(inv_tau.numerator) / inv_tau.denominator, 15),
     }
+
+
+#: n at which :func:`schedule_outcome` evaluates a bound to tell "fails at small n" from "does not survive"
+FAR_N = 10**12
+
+
+def _growing_term(c: Construction, nb: NodeBound) -> str:
+    """Which term of a node's bound grows under the construction's schedule (THEORY §9 table)."""
+    b, k = nb.bound, c.params.schedule_kind
+    if b.kind == "selection" and c.regime == "T":
+        return {"log": "the earlier key = 1 competitors sit at gaps k·β/n, so they weigh Σ_k r^k with "
+                       "r = (n+1)^(-beta*S/n) -> 1, i.e. about n/(beta*S*ln(n+1)) -> infinity: a gap shrinking like 1/n "
+                       "needs 1/tau(n) = Theta(n), and ln-scaling gives only Theta(log n)",
+                "lin": "r = e^(-beta*S) is constant: the sum of the competitors r/(1-r) does not decay, so S must make "
+                       "it <= eta/(1-eta) on its own"}.get(k, "the competitors' weight grows like n")
+    if b.kind == "average-selection":
+        return ("the n - 2 key = 0 positions at gap 1 weigh (n-2)*(n+1)^(-S), which tends to 0 only for S > 1"
+                if k == "log" else "the n - 2 key = 0 positions at gap 1 weigh (n-2)*e^(-S*n)")
+    if b.kind == "comparator-head":
+        return "the comparator's gap 1/(2(n+1)) shrinks like 1/n; only 1/tau(n) = Theta(n) keeps its leak bounded"
+    return "the bound at large n exceeds the tolerance"
+
+
+def schedule_outcome(c: Construction, nb: NodeBound, inv_tau: Fraction, cs: ClaimSpec | None, r: ClaimResult | None,
+                     all_n: bool) -> dict:
+    """Per node under a schedule (THEORY §9): ``survives_all_n`` (True: the all-n claim is proved;
+    False: refuted; None: unknown or a finite range), ``holds_up_to_n`` (a refuted all-n claim: the
+    largest n below the smallest violation, when the bisection proved every smaller n), and the
+    ``reason`` (for a refuted claim: the bound at n = 10^12 in ball arithmetic, which term grows).
+    Deterministic: verify re-derives it."""
+    if cs is None or r is None:
+        return {"survives_all_n": True, "holds_up_to_n": None, "reason": "exact for every n (no claim)"}
+    if r.status == "proved":
+        return {"survives_all_n": True if all_n else None, "holds_up_to_n": None if all_n else cs.n_hi,
+                "reason": ("proved for every n >= %d" % cs.n_lo) if all_n else f"proved on [{cs.n_lo}, {cs.n_hi}]"}
+    if r.status != "refuted":
+        return {"survives_all_n": None, "holds_up_to_n": None, "reason": f"unknown: {r.reason}"}
+    up = r.counterexample - 1 if (r.counterexample is not None and not r.reason) else None
+    far, val = exceeds(cs.expr, cs.tolerance, FAR_N, prec=256)
+    why = (f"does not survive: the bound at n = 10^12 is {val} > {frac_str(cs.tolerance)}; {_growing_term(c, nb)}"
+           if far else f"fails at n = {r.counterexample} but is within tolerance at n = 10^12: a larger S is "
+                      "needed at small n")
+    return {"survives_all_n": False if all_n else None, "holds_up_to_n": up, "reason": why}
 
 
 def claim_json(cs: ClaimSpec, r: ClaimResult) -> dict:
@@ -160,7 +217,10 @@ def claim_json(cs: ClaimSpec, r: ClaimResult) -> dict:
         "status": r.status,
         "method": ("z3 (negated claim unsatisfiable on every box of n; exp terms replaced by exact rational "
                    "enclosures, n real; a box answered 'sat' is only a candidate — its integers were checked "
-                   "rigorously and the box split; the 'unsat' boxes cover the range)") if r.status == "proved" else
+                   "rigorously and the box split; the 'unsat' boxes cover the range)"
+                   + ("; schedule (THEORY §9): rational powers h^(-p/q) encoded exactly by R > 0, R^Q*h = 1 "
+                      "(lemma L), exp atoms with a polynomial argument g <= 0 also satisfy E*(1 - g + g^2/2) <= 1 "
+                      "(lemma E)" if cs.poly_exp else "")) if r.status == "proved" else
                   ("z3 candidate + arb rigorous evaluation at the counterexample" if r.status == "refuted"
                    else "z3/arb inconclusive"),
         "reason": r.reason,

@@ -21,12 +21,24 @@ encoded exactly: each ``sqrt(h(n))`` becomes a fresh real ``R_k`` with ``R_k ≥
 ``h`` must be provably ≥ 0 on the box (else :class:`SolverError`: an impossible ``R_k² = h < 0``
 would make the query vacuously unsatisfiable).
 
+Rational powers ``h(n)^{p/q}`` — what ``exp(−c·S·ln(n+1)/τ)`` becomes under the log-length
+schedule (THEORY §9: ``e^{−γ/τ(n)} = (n+1)^{−Sγ}``) — are algebraic too and encoded the same way:
+per base ``h`` one fresh real ``R ≥ 0`` with ``R^Q = h`` (Q the least common denominator of the
+exponents of ``h``), and ``h^{p/q} = R^{pQ/q}``.  Square roots are the case Q = 2.  ``log`` is only
+ever *enclosed* (inside an ``exp`` atom, by interval arithmetic), never translated.
+
+Exponentials tied to n (``poly_exp=True``, the schedules' claims, THEORY §9 lemma E): on a box where
+an atom's argument ``g(n)`` is a polynomial in n with ``g ≤ 0``, the atom also satisfies
+``E·(1 − g + g²/2) ≤ 1`` (``e^x ≥ 1 + x + x²/2`` for ``x = −g ≥ 0``), which keeps the correlation
+between ``E`` and ``n`` on an unbounded box, where the constant enclosure alone is ``[0, U]``.
+
 Only exact rationals reach Z3 (``z3.Q``); a SymPy ``Float`` or any function other than ``exp``,
-``sqrt``, ``Max`` and ``Min`` raises :class:`SolverError`.
+algebraic powers, ``Max`` and ``Min`` raises :class:`SolverError`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -98,6 +110,16 @@ def iv_eval(expr: sp.Expr, n_box):
         k = int(expr.exp * 2)
         r = iv.sqrt(base)
         return r**k if k >= 0 else 1 / (r ** (-k))
+    if _is_root_power(expr):  # h^{p/q}, q > 2: exp((p/q)·ln h), h > 0 on the box
+        base = iv_eval(expr.base, n_box)
+        if _ends(base)[0] is None or _ends(base)[0] <= 0:
+            raise SolverError(f"cannot show the base of {expr} is > 0 on the box")
+        return _iv_exp(iv.mpf(int(expr.exp.p)) / iv.mpf(int(expr.exp.q)) * iv.log(base))
+    if isinstance(expr, sp.log):
+        arg = iv_eval(expr.args[0], n_box)
+        if _ends(arg)[0] is None or _ends(arg)[0] <= 0:
+            raise SolverError(f"cannot show the argument of {expr} is > 0 on the box")
+        return iv.log(arg)
     if isinstance(expr, sp.exp):
         return _iv_exp(iv_eval(expr.args[0], n_box))
     if isinstance(expr, (sp.Max, sp.Min)):
@@ -123,6 +145,15 @@ def iv_eval(expr: sp.Expr, n_box):
 def _is_sqrt_power(e: sp.Expr) -> bool:
     """``h**(k/2)`` with ``k`` odd: a (negative) power of a square root."""
     return bool(e.is_Pow and e.exp.is_Rational and not e.exp.is_Integer and e.exp.q == 2)
+
+
+def _is_root_power(e: sp.Expr) -> bool:
+    """``h**(p/q)`` with ``q > 2``: a power of a q-th root (the log-length schedule's terms)."""
+    return bool(e.is_Pow and e.exp.is_Rational and not e.exp.is_Integer and e.exp.q > 2)
+
+
+def _is_algebraic_power(e: sp.Expr) -> bool:
+    return _is_sqrt_power(e) or _is_root_power(e)
 
 
 _EXP_CUT = 2 * CLAMP_BITS  # |argument| beyond which exp is not evaluated (ln 2 < 1, so e^{-1024} < 2^{-512})
@@ -162,20 +193,30 @@ def exp_atoms(expr: sp.Expr) -> list[sp.Expr]:
     """The distinct ``exp(·)`` subterms of ``expr``, innermost first, in a deterministic order
     (an ``exp`` nested in another is allowed: see the comment below; ``log`` inside is refused)."""
     atoms = sorted(expr.atoms(sp.exp), key=lambda e: (sp.count_ops(e), sp.srepr(e)))
-    for a in atoms:
-        # exp nested in exp is sound: the outer atom is enclosed as a whole by iv_eval (which
-        # encloses the inner ones recursively) and Z3 sees only its fresh variable.
-        if a.args[0].has(sp.log):
-            raise SolverError(f"nested transcendental term {a} is not supported")
+    # exp nested in exp, and log inside exp (a schedule's e^{−βS·ln(n+1)/n}), are sound: the outer
+    # atom is enclosed as a whole by iv_eval (which encloses the inner terms recursively, outward
+    # rounded) and Z3 sees only its fresh variable.
     return atoms
 
 
-def enclose(atom: sp.Expr, lo: int, hi: int | None, prec: int) -> tuple[Fraction, Fraction | None]:
-    """Exact rational enclosure of ``atom = exp(g(n))`` for ``n ∈ [lo, hi]`` (clamped; see module doc)."""
+def _partial_fractions(atom: sp.Expr) -> sp.Expr:
+    """``exp(g)`` with a rational argument g rewritten as its partial fractions (an exact identity):
+    ``−Sn/(2n+2)`` becomes ``−S/2 + S/(2n+2)``, with one occurrence of n, so interval arithmetic
+    encloses it tightly on an unbounded box (as written it gives ``[−∞, 0]``: the dependency problem)."""
+    g = atom.args[0]
+    if g.is_polynomial(n) or not g.is_rational_function(n) or g.atoms(sp.Float):
+        return atom
+    return sp.exp(sp.apart(sp.cancel(g), n), evaluate=False)
+
+
+def enclose(atom: sp.Expr, lo: int, hi: int | None, prec: int, *, tight: bool = False
+            ) -> tuple[Fraction, Fraction | None]:
+    """Exact rational enclosure of ``atom = exp(g(n))`` for ``n ∈ [lo, hi]`` (clamped; see module doc).
+    ``tight``: a rational argument is first split into partial fractions (schedules' claims)."""
     old = iv.prec
     iv.prec = prec
     try:
-        v = iv_eval(atom, n_interval(lo, hi))
+        v = iv_eval(_partial_fractions(atom) if tight else atom, n_interval(lo, hi))
     finally:
         iv.prec = old
     L, U = _ends(v)
@@ -209,14 +250,22 @@ class _Translator:
         self.ctx = nvar.ctx
         self.atoms = atoms
         self.nonzero: list[tuple[z3.ArithRef, sp.Expr]] = []  # (denominator in Z3, the same in SymPy)
-        self.roots: dict[sp.Expr, z3.ArithRef] = {}  # radicand -> R with R >= 0, R^2 = radicand
+        self.roots: dict[sp.Expr, z3.ArithRef] = {}  # radicand -> R with R >= 0, R^Q = radicand
         self.root_defs: list = []
+        self.degree: dict[sp.Expr, int] = {}  # radicand -> Q (2 for square roots; set by build_query)
+        #: bases whose exponents are all negative (and Q > 2): R = h^{-1/Q}, R > 0, R^Q·h = 1, so that
+        #: h^{-p/q} = R^{pQ/q} is a polynomial (no division: Z3 decides these much faster)
+        self.inverse: set[sp.Expr] = set()
 
     def _root(self, radicand: sp.Expr) -> z3.ArithRef:
         if radicand not in self.roots:
             r = z3.Real(f"R{len(self.roots)}", self.ctx)
             self.roots[radicand] = r
-            self.root_defs += [r >= 0, r * r == self(radicand)]
+            d = self.degree.get(radicand, 2)
+            if radicand in self.inverse:
+                self.root_defs += [r > 0, r**d * self(radicand) == 1]
+            else:
+                self.root_defs += [r >= 0, (r * r if d == 2 else r**d) == self(radicand)]
         return self.roots[radicand]
 
     def __call__(self, e: sp.Expr) -> z3.ArithRef:
@@ -244,9 +293,14 @@ class _Translator:
             bot = den[0] if len(den) == 1 else z3.Product(den)
             self.nonzero.append((bot, sp.Mul(*sden)))
             return top / bot
-        if _is_sqrt_power(e):
-            k = int(e.exp * 2)
+        if _is_algebraic_power(e):
+            d = self.degree.setdefault(e.base, int(e.exp.q))  # build_query sets the lcm per base
+            if not (e.exp * d).is_Integer:
+                raise SolverError(f"internal: the root degree {d} of {e.base} does not clear the exponent of {e}")
+            k = int(e.exp * d)
             r = self._root(e.base)
+            if e.base in self.inverse:  # R = h^{-1/Q}: h^{k/Q} = R^{-k}, -k > 0
+                return r ** (-k) if k != -1 else r
             if k >= 0:
                 return r**k if k != 1 else r
             d = r ** (-k) if k != -1 else r
@@ -283,14 +337,66 @@ class Query:
 
 
 def _sqrt_radicands(expr: sp.Expr) -> list[sp.Expr]:
-    return sorted({a.base for a in sp.preorder_traversal(expr) if isinstance(a, sp.Expr) and _is_sqrt_power(a)},
-                  key=sp.srepr)
+    return sorted({a.base for a in _algebraic_powers(expr)}, key=sp.srepr)
 
 
-def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: int = 128) -> Query:
+def _algebraic_powers(expr: sp.Expr) -> list[sp.Expr]:
+    """The non-integer rational powers of ``expr`` outside every ``exp`` atom (those inside are
+    enclosed with the atom)."""
+    out, stack = [], [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, sp.exp):
+            continue
+        if isinstance(e, sp.Expr) and _is_algebraic_power(e):
+            out.append(e)
+        stack.extend(e.args)
+    return out
+
+
+def inverse_roots(expr: sp.Expr) -> set[sp.Expr]:
+    """The bases h of rational powers in ``expr`` whose exponents are all negative and not all
+    halves (a root of degree > 2): encoded by R = h^{-1/Q} (``R > 0 ∧ R^Q·h = 1``), which needs h > 0
+    on the box (:func:`build_query` checks it)."""
+    powers: dict[sp.Expr, list[sp.Expr]] = {}
+    for a in _algebraic_powers(expr):
+        powers.setdefault(a.base, []).append(a)
+    return {h for h, ps in powers.items() if all(p.exp < 0 for p in ps) and any(_is_root_power(p) for p in ps)}
+
+
+def root_degrees(expr: sp.Expr) -> dict[sp.Expr, int]:
+    """Per base ``h`` of a rational power in ``expr``, the least common denominator Q of its exponents."""
+    out: dict[sp.Expr, int] = {}
+    for a in _algebraic_powers(expr):
+        out[a.base] = math.lcm(out.get(a.base, 1), int(a.exp.q))
+    return out
+
+
+def _poly_enclosure(arg: sp.Expr, lo: int, hi: int | None, prec: int) -> sp.Expr | None:
+    """``1 − g + g²/2`` for an exp atom's argument ``g`` that is a polynomial in n with ``g ≤ 0`` on
+    the box (shown by interval arithmetic), else None: then ``e^g ≤ 1/(1 − g + g²/2)`` there
+    (THEORY §9 lemma E: ``e^x ≥ 1 + x + x²/2`` for ``x ≥ 0``)."""
+    if not arg.has(n) or not arg.is_polynomial(n) or arg.atoms(sp.Float):
+        return None
+    old = iv.prec
+    iv.prec = prec
+    try:
+        top = _ends(iv_eval(arg, n_interval(lo, hi)))[1]
+    except (SolverError, ZeroDivisionError, ValueError):
+        return None
+    finally:
+        iv.prec = old
+    if top is None or top > 0:
+        return None
+    return 1 - arg + arg**2 / 2
+
+
+def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: int = 128,
+                poly_exp: bool = False) -> Query:
     """The negated claim ``∃ n ∈ [lo, hi]: expr(n) > eta`` with exp atoms enclosed (module doc).
 
     ``expr`` may contain only the symbol :data:`n`; all parameters must already be exact rationals.
+    ``poly_exp``: add the polynomial enclosures of exp atoms tied to n (module doc; schedules).
     Raises :class:`SolverError` if a free symbol other than n, a float or a transcendental function
     other than exp would reach Z3.
     """
@@ -308,7 +414,7 @@ def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: 
     atoms: list[Atom] = []
     amap: dict[sp.Expr, z3.ArithRef] = {}
     for k, a in enumerate(exp_atoms(expr)):
-        L, U = enclose(a, lo, hi, prec)
+        L, U = enclose(a, lo, hi, prec, tight=poly_exp)
         v = z3.Real(f"E{k}", ctx)
         amap[a] = v
         s.add(v >= q(L, ctx))
@@ -324,7 +430,16 @@ def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: 
             iv.prec = old
         if lo_r is None or lo_r < 0:
             raise SolverError(f"cannot show the radicand {root} is >= 0 for n in [{lo}, {hi}]")
+        if lo_r == 0 and root in inverse_roots(expr):  # R^Q·h = 1 has no solution where h = 0
+            raise SolverError(f"cannot show the base {root} of a negative power is > 0 for n in [{lo}, {hi}]")
     tr = _Translator(nvar, amap)
+    tr.degree = root_degrees(expr)
+    tr.inverse = inverse_roots(expr)
+    if poly_exp:
+        for atom in exp_atoms(expr):
+            poly = _poly_enclosure(atom.args[0], lo, hi, prec)
+            if poly is not None:
+                s.add(amap[atom] * tr(poly) <= 1)
     body = tr(expr)
     for c in tr.root_defs:
         s.add(c)

@@ -44,8 +44,10 @@ def precision_section(c: Construction, n_max: int, inv_tau: Fraction, all_n: boo
         fmts[name] = {"fraction_bits": m, "adjacent_positions_separable_up_to_n": limit, "rule": rule,
                       "covers_n_max": (not all_n) and n_max <= limit}
     n_chk = n_max
+    if c.params.schedule is not None:  # THEORY §9: the run at n_max uses 1/τ(n_max) = S·g(n_max)
+        inv_tau = Fraction(c.params.inv_tau_at(n_chk, inv_tau))
     worst = max((float(nb.value(n_chk, inv_tau, c.beta, c.eta)) for nb in c.bounds.values()), default=0.0)
-    if all_n:
+    if all_n and c.params.schedule is None:
         worst = max([worst] + [float(c.params.substitute(c.bounds[v].bound.all_n, inv_tau=inv_tau))
                                for v in c.bounds if c.bounds[v].bound.all_n is not None])
     worst_json = worst if math.isfinite(worst) else None

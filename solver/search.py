@@ -143,3 +143,55 @@ def empirical_inv_tau(model, node: str, key_label: str, n: int, eta: Fraction, *
                 glo /= 2
             side = 1
     return hi, runs
+
+
+#: the schedule search's grid: S is a multiple of 1/SCHEDULE_GRID (keeps the log schedule's
+#: algebraic degree small: (n+1)^{-S·γ} = R^k with R^Q = n + 1, Q | 2·SCHEDULE_GRID; THEORY §9)
+SCHEDULE_GRID = 8
+#: lengths at which the schedule search evaluates the numeric requirement S(n) (a log grid to 10^12)
+SCHEDULE_NS = tuple(sorted({2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 25, 32} | {int(round(10 ** (k / 4))) for k in range(4, 49)}))
+
+
+def schedule_requirement(leak_s: sp.Expr, lo: int, *, tolerance: Fraction, beta: Fraction) -> tuple[mpmath.mpf, int, bool]:
+    """Numeric supremum over n ≥ ``lo`` (on :data:`SCHEDULE_NS`, up to 10^12) of the smallest S with
+    ``leak_s(n, τ = 1/S) ≤ tolerance``; ``leak_s`` is a bound with τ already scaled by the schedule
+    (``τ → τ/g(n)``).  Returns ``(S*, n where it is largest, growing)`` — ``growing``: the largest
+    value is at the grid's last length and still increasing there (the node does not survive the
+    schedule, or needs S beyond the grid).  Numeric, not a proof (THEORY §9)."""
+    best, at, prev, growing = mpmath.mpf(0), lo, None, False
+    for k in (x for x in SCHEDULE_NS if x >= lo):
+        v = required_inv_tau(leak_s, n_value=k, eta_value=tolerance, beta_value=beta)
+        if v >= best:
+            best, at = v, k
+        growing = prev is not None and v > prev * (1 + mpmath.mpf(10) ** -6)
+        prev = v
+    return best, at, growing and at == SCHEDULE_NS[-1]
+
+
+def find_schedule_constant(make_claim: Callable[[Fraction], Claim], leak_s: sp.Expr, lo: int, *,
+                           tolerance: Fraction, beta: Fraction, timeout_s: float = 20.0, tries: int = 4,
+                           check: Callable[..., ClaimResult] = check_claim) -> SearchResult:
+    """Smallest S on the grid 1/:data:`SCHEDULE_GRID` above the numeric supremum
+    (:func:`schedule_requirement`) whose all-n claim ``make_claim(S)`` Z3 proves; a refutation at n
+    raises the requirement to S(n), an unknown moves one grid step up; after ``tries`` rounds, or
+    when the requirement grows without bound on the grid, the search fails with the reason."""
+    need, at, growing = schedule_requirement(leak_s, lo, tolerance=tolerance, beta=beta)
+    if growing:
+        return SearchResult(inv_tau=None, tight=need, result=None, rounds=0,
+                            message=f"does not survive the schedule: the required S grows with n "
+                                    f"(S(n) = {mpmath.nstr(need, 6)} at n = {at} and still increasing)")
+    x = Fraction(math.floor(need * SCHEDULE_GRID) + 1, SCHEDULE_GRID)
+    res = None
+    for k in range(1, tries + 1):
+        res = check(make_claim(x), timeout_s=timeout_s, minimise=False)
+        if res.status == "proved":
+            return SearchResult(inv_tau=x, tight=need, result=res, rounds=k)
+        if res.status == "refuted" and res.counterexample is not None:
+            need2 = required_inv_tau(leak_s, n_value=res.counterexample, eta_value=tolerance, beta_value=beta)
+            if need2 >= x:
+                x = Fraction(math.floor(need2 * SCHEDULE_GRID) + 1, SCHEDULE_GRID)
+                continue
+        x += Fraction(1, SCHEDULE_GRID)
+    return SearchResult(inv_tau=None, tight=need, result=res, rounds=tries,
+                        message=f"no proof for all n within {tries} rounds (last: {res.status if res else 'none'}"
+                                f"{': ' + res.reason if res and res.reason else ''})")

@@ -219,6 +219,12 @@ def add_formula_options(p: argparse.ArgumentParser, *, formula_nargs: str | None
     p.add_argument("--eps-ln", type=g(), default=None,
                    help="layer-norm epsilon >= 0 of the ln comparator, exact (e.g. 1e-12). Default 0 (exact); "
                         "certify --find-tau searches the largest certifiable value when this is not given")
+    p.add_argument("--schedule", default=None, metavar="const|lin[:S]|log[:S]",
+                   help="temperature schedule (THEORY §9): const = one 1/tau (--tau), lin:S = 1/tau(n) = S*n, "
+                        "log:S = 1/tau(n) = S*ln(n+1) (log-length scaling: logits times S*ln(n+1)); certify proves "
+                        "every node for all n >= n-min (or says where and why it fails); without :S, certify "
+                        "--find-tau finds the smallest S (multiples of 1/8); bound --schedule lin|log shows the S each node "
+                        "needs. certify and bound only")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of tables")
 
 

@@ -1,6 +1,7 @@
 """``softhard bound``: per attention node of a formula's construction, the tight SymPy bound, the
 inverse temperature it needs at ``--n-max`` (tight numeric, closed form, generic gap lemma) and its
-growth order in n."""
+growth order in n; with ``--schedule lin|log`` also the constant S each node needs (THEORY §9:
+at ``--n-max`` and its supremum over n, numeric — ``certify --schedule`` proves it for all n)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,22 @@ import sympy as sp
 from rich.table import Table
 
 from ....bounds import selection as S
-from ....bounds.core import asymptotic_order
+from ....bounds.core import asymptotic_order, tau
 from ....bounds.derive import evaluate, in_tau, latex, required_inv_tau
+from ....constructions.errors import ParameterError
+from ...search import schedule_requirement
 from ..options import EXIT_OK
 from .console import fmt, progress, stdout_console
-from .formula import formula_construction
+from .formula import formula_construction, schedule_option
 
 
 def handle(args) -> int:
-    """Per attention node: its bound, the 1/tau it needs at ``--n-max`` and its growth order."""
+    """Per attention node: its bound, the 1/tau it needs at ``--n-max`` and its growth order (and,
+    under ``--schedule``, the constant S it needs)."""
+    if schedule_option(args)[1] is not None:
+        raise ParameterError("bound --schedule takes the kind only (lin or log): it reports the S each node needs")
     with progress("deriving the node bounds") as say:
-        c = formula_construction(args)
+        c = formula_construction(args, schedules=True)
         nodes = node_rows(c, args.n_max, say)
     nmax = args.n_max
     required = {}
@@ -33,6 +39,8 @@ def handle(args) -> int:
                           "soft output == hard output (THEORY §3)",
               "inv_tau_required_all_nodes": required.get("tau", 0.0),
               "inv_required_by_parameter": required}
+    if c.params.schedule is not None:
+        result["schedule"] = c.params.schedule
     if args.json:
         print(json.dumps(result, indent=2))
         return EXIT_OK
@@ -51,6 +59,18 @@ def handle(args) -> int:
                   fmt(x["inv_tau_closed_form"], 8), fmt(x["inv_tau_generic"], 8) if x["inv_tau_generic"] else "-",
                   x["order"], x["generic_order"] or "-")
     con.print(t)
+    if c.params.schedule is not None:
+        g = {"lin": "S*n", "log": "S*ln(n+1)"}[c.params.schedule]
+        ts = Table(show_header=True, header_style="bold",
+                   title=f"schedule 1/tau(n) = {g}: the constant S each node needs (numeric; certify proves)")
+        for col in ("node", f"S needed at n={nmax}", "sup over n (to 1e12)", "at n", "one S for every n?"):
+            ts.add_column(col, justify="left" if col == "node" else "right", overflow="fold")
+        for x in nodes:
+            sc = x.get("schedule")
+            if sc is not None:
+                ts.add_row(x["node"], fmt(sc["S_required_at_n_max"], 8), fmt(sc["S_required_sup"], 8),
+                           str(sc["sup_at_n"]), "yes" if sc["survives"] else "no: S(n) still grows at n = 1e12")
+        con.print(ts)
     shown = set()
     for x in nodes:
         key = x["leak_bound"]
@@ -96,5 +116,19 @@ def node_rows(c, nmax: int, say) -> list[dict]:
             "closed_form": str(b.inv_tau_star), "closed_form_latex": latex(b.inv_tau_star),
             "order": order, "order_constant": str(const), "generic_order": gorder,
             "attained_by": b.attained_by, "valid_for_n_ge": b.n_min, "source": b.source,
+            "schedule": schedule_row(c, b, nmax),
         })
     return nodes
+
+
+def schedule_row(c, b, nmax: int) -> dict | None:
+    """Under a schedule (THEORY §9), for a bound whose parameter is τ: the S it needs at ``nmax``,
+    the supremum over n on :data:`~softhard.solver.search.SCHEDULE_NS` and whether it levels off
+    (numeric, from :func:`~softhard.solver.search.schedule_requirement`); None otherwise."""
+    if c.params.schedule is None or b.parameter != tau:
+        return None
+    leak_s = in_tau(b, c.params.exact()).subs(tau, tau / c.params.schedule_factor())
+    sup, at, growing = schedule_requirement(leak_s, max(2, b.n_min), tolerance=c.tolerance, beta=c.beta)
+    here = (float(required_inv_tau(leak_s, n_value=nmax, eta_value=c.tolerance, beta_value=c.beta))
+            if nmax >= b.n_min else 0.0)
+    return {"S_required_at_n_max": here, "S_required_sup": float(sup), "sup_at_n": at, "survives": not growing}

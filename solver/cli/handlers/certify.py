@@ -31,7 +31,7 @@ from ..options import EXIT_FAIL
 from .batch import certify_jobs, is_batch, run_certify_batch
 from .certificates import print_formula_certificate, print_model_certificate, print_tracr_certificate
 from .console import certified_exit, progress
-from .formula import eps_ln_option, formula_construction
+from .formula import eps_ln_option, formula_construction, schedule_option
 
 #: certified when ``softhard certify`` is given no source (Tomita 4: binary words without 000)
 DEFAULT_EXAMPLE = """\
@@ -48,6 +48,8 @@ formula:
 def source_kind(args) -> str:
     """``"formula"``, ``"model"`` or ``"tracr"``: the one source given (no source: the formula
     kind's default example); each kind's own options refused with another."""
+    if (args.tracr or args.model) and getattr(args, "schedule", None) is not None:
+        raise ParameterError("--schedule is for formulas (THEORY §9); model files and Tracr exports use one tau")
     if args.tracr:
         if args.model:
             raise ParameterError("give either --tracr or --model, not both")
@@ -79,8 +81,16 @@ def certify_formula(args) -> dict:
         spec = parse_spec(DEFAULT_EXAMPLE, source="<embedded tomita4>")
     else:  # the input first: a missing file or a syntax error is the first thing to hear about
         spec = load_spec(args.formula, alphabet=args.alphabet)
-    c = formula_construction(args, spec)
+    c = formula_construction(args, spec, schedules=True)
+    kind, s_const = schedule_option(args)
+    if s_const is not None:  # --schedule KIND:S states the constant: 1/tau(n) = S*g(n) (THEORY §9)
+        if args.tau is not None or args.find_tau:
+            raise ParameterError("--schedule KIND:S states the schedule's constant; do not also give --tau or "
+                                 "--find-tau (give --schedule KIND --find-tau to search S)")
+        args.tau = 1 / s_const
     _check_range(args)
+    if kind is not None and args.range_only:
+        raise ParameterError("--range-only does not apply to --schedule: a schedule certificate is for all n")
     if args.range_only and args.regime == "T":
         raise ParameterError("--range-only applies to regimes U and P (regime T certificates are always for "
                              "n in [n-min, n-max])")

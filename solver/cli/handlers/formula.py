@@ -9,7 +9,7 @@ from fractions import Fraction
 
 from ....bounds.params import Params
 from ....constructions.errors import ParameterError
-from ....constructions.parameters import check_beta, check_eps_ln, check_eta, to_fraction
+from ....constructions.parameters import check_beta, check_eps_ln, check_eta, parse_schedule, to_fraction
 from ....constructions.parse import FormulaSpec, load_spec
 from ...pipeline import Construction, build_formula
 
@@ -39,12 +39,30 @@ def formula_params(args) -> Params:
         except ParameterError as e:
             raise ParameterError(f"argument {opt}: {str(e).removeprefix(f'{opt}: ')}") from None
     eps = eps_ln_option(args)
+    kind, _ = schedule_option(args)
     return Params(regime=args.regime, beta=checked["--beta"], eta=checked["--eta"], comparator=args.comparator,
-                  eps_ln=0 if eps is None else eps, construction=getattr(args, "construction", None))
+                  eps_ln=0 if eps is None else eps, construction=getattr(args, "construction", None),
+                  schedule=kind)
 
 
-def formula_construction(args, spec: FormulaSpec | None = None) -> Construction:
+def schedule_option(args) -> tuple[str | None, Fraction | None]:
+    """``--schedule`` as ``(kind, S)`` (THEORY §9): kind None for the constant schedule (or none
+    given), S the constant after ``:`` or None; a bad value is named as the option."""
+    text = getattr(args, "schedule", None)
+    if text is None:
+        return None, None
+    try:
+        kind, s = parse_schedule(text)
+    except ParameterError as e:
+        raise ParameterError(f"argument --schedule: {e}") from None
+    return (None if kind == "const" else kind), s
+
+
+def formula_construction(args, spec: FormulaSpec | None = None, *, schedules: bool = False) -> Construction:
     """The formula's construction (``spec``, default the formula argument) with the options'
-    parameters."""
+    parameters.  ``schedules``: the command accepts ``--schedule`` (certify); elsewhere a schedule
+    other than const is bad input (one line)."""
     params = formula_params(args)
+    if params.schedule is not None and not schedules:
+        raise ParameterError("--schedule lin/log applies to certify (THEORY §9); this command runs one constant tau")
     return build_formula(spec or formula_spec(args), params)
