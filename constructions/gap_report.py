@@ -20,7 +20,13 @@ class HeadGap:
     * ``word``/``row``: an input and query row (1-based position) attaining ``gap``;
     * ``ties_max``: the largest argmax set seen (AHA ties add the distortion term of THEORY §6);
     * ``gap_untied`` (+ ``word_untied``/``row_untied``): the gap to the non-maximal positions
-      ignoring ties (what a UHA tie-break has to stay below).
+      ignoring ties (what a UHA tie-break has to stay below);
+    * ``rows_uniform`` / ``rows_unique`` / ``rows_tied``: query rows (≥ 1, every analysed input)
+      whose argmax set is the whole mask (all scores equal: soft attention is the AHA average
+      exactly), has one element, or has ≥ 2 elements with a competitor outside it (a row the
+      ball engine cannot decide counts as tied); ``word_tied``/``row_tied``: the first tied row.
+      The head is **uniform-tieless** (:attr:`tieless`) when no row is tied — the condition of the
+      paper's first version (arXiv 2412.09925v1) for simulating AHA; THEORY §6.
     """
 
     name: str
@@ -34,13 +40,30 @@ class HeadGap:
     gap_untied: Fraction | None = None
     word_untied: tuple[str, ...] | None = None
     row_untied: int = -1
+    rows_uniform: int = 0
+    rows_unique: int = 0
+    rows_tied: int = 0
+    word_tied: tuple[str, ...] | None = None
+    row_tied: int = -1
+
+    @property
+    def tieless(self) -> bool:
+        """Every analysed row uniform or with a unique maximum (uniform-tieless, THEORY §6)."""
+        return self.rows_tied == 0
+
+    def tieless_json(self) -> dict:
+        """The uniform-tieless check as JSON: the verdict, the row counts, the first tied row."""
+        return {"tieless": self.tieless,
+                "rows": {"uniform": int(self.rows_uniform), "unique_max": int(self.rows_unique),
+                         "tied": int(self.rows_tied)},
+                "tied_at": None if self.word_tied is None else {"word": list(self.word_tied), "row": self.row_tied}}
 
     def to_json(self) -> dict:
         return {"head": self.name, "layer": self.layer, "mask": self.mask, "rule": self.rule,
                 "gap": fs(self.gap), "gap_decimal": fd(self.gap),
                 "attained_by": None if self.word is None else {"word": list(self.word), "row": self.row},
                 "ties_max": int(self.ties_max), "gap_untied": fs(self.gap_untied),
-                "gap_untied_decimal": fd(self.gap_untied)}
+                "gap_untied_decimal": fd(self.gap_untied), **self.tieless_json()}
 
 
 @dataclass

@@ -70,6 +70,7 @@ class _Agg:
             g, b, i = _min_gap(rows)
             if g is not None and (hg.gap_untied is None or g < hg.gap_untied):
                 hg.gap_untied, hg.word_untied, hg.row_untied = g, self._word(tokens[b]), i
+            self._tieless(hg, tokens, rows)
             uha_tie = None
             if rows.rule != "AHA":
                 tied = rows.ties[:, 1:] >= 2
@@ -95,6 +96,21 @@ class _Agg:
             if m is not None and (om.margin is None or m < om.margin):
                 om.margin, om.word, om.row = m, self._word(tokens[b]), i
 
+    def _tieless(self, hg: HeadGap, tokens: np.ndarray, rows: HeadRows) -> None:
+        """Count the batch's uniform / unique-maximum / tied rows (≥ 1) of one head; keep the
+        first tied row (uniform-tieless check, :class:`~softhard.constructions.gap_report.HeadGap`)."""
+        has = rows.has_rest[:, 1:]
+        tied = has & (rows.ties[:, 1:] >= 2)
+        if rows.ambiguous is not None:
+            tied = tied | rows.ambiguous[:, 1:]
+        hg.rows_uniform += int((~has & ~tied).sum())
+        hg.rows_unique += int((has & ~tied).sum())
+        nt = int(tied.sum())
+        if nt and hg.word_tied is None:
+            b, i = np.argwhere(tied)[0]
+            hg.word_tied, hg.row_tied = self._word(tokens[b]), int(i) + 1
+        hg.rows_tied += nt
+
     def _word(self, ids) -> tuple[str, ...]:
         return tuple(self.hm.alphabet[int(t) - 1] for t in ids)
 
@@ -105,6 +121,11 @@ class _Agg:
         for name, o in part.heads.items():
             hg = self.heads[name]
             hg.ties_max = max(hg.ties_max, o.ties_max)
+            hg.rows_uniform += o.rows_uniform
+            hg.rows_unique += o.rows_unique
+            hg.rows_tied += o.rows_tied
+            if hg.word_tied is None and o.word_tied is not None:
+                hg.word_tied, hg.row_tied = o.word_tied, o.row_tied
             if o.gap_untied is not None and (hg.gap_untied is None or o.gap_untied < hg.gap_untied):
                 hg.gap_untied, hg.word_untied, hg.row_untied = o.gap_untied, o.word_untied, o.row_untied
             if o.gap is not None and (hg.gap is None or o.gap < hg.gap):

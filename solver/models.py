@@ -108,7 +108,8 @@ def _source(spec: ModelSpec, n_max: int, epsilon: Fraction, betas: dict[str, Fra
     src = {"kind": "model", "model": spec.doc, "model_sha256": doc_sha256(spec.doc), "file": spec.path,
            "file_sha256": spec.sha256, "n_max": n_max, "epsilon": frac(epsilon),
            "tie_break": {k: frac(v) for k, v in sorted(betas.items())},
-           "premises": {k: {"gap": frac(p.gap), "ties_max": int(p.ties)} for k, p in premises.items()}}
+           "premises": {k: {"gap": frac(p.gap), "ties_max": int(p.ties), "tieless": bool(p.tieless)}
+                        for k, p in premises.items()}}
     if ln_premises:
         src["layernorm_premises"] = {k: {"variance_min": frac(v)} for k, v in ln_premises.items()}
     return src
@@ -226,7 +227,7 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
             f"(query row {h.row}){' — a UHA tie; rerun with --tie-break auto' if h.rule != 'AHA' else ''}", rep)
     if use_margin:
         epsilon = epsilon_from_margin(rep)
-    premises = {name: HeadPremise(g.gap, g.ties_max) for name, g in rep.heads.items()}
+    premises = {name: HeadPremise(g.gap, g.ties_max, g.tieless) for name, g in rep.heads.items()}
     ln_premises = {name: v.var for name, v in rep.layernorms.items()}
     c, cb = _construction(spec, hm, premises, n_max, epsilon, betas, ln_premises)
     # only what the result depends on: an exhaustive analysis is fixed by the model and n_max
@@ -279,6 +280,7 @@ def recheck_report(hm: HardModel, stored: dict, n_max: int, where: str) -> GapRe
                 rows = run(at[0]).heads[h.name]
                 hg.word, hg.row, hg.gap = at[0], at[1], rows.gap(0, at[1])
                 hg.ties_max = max(hg.ties_max, int(rows.ties[0, at[1]]))
+            _recheck_tieless(hg, j, run, hm, n_max, f"{where}.heads[{i}]")
             at = _attaining(j["attained_by_untied"], hm, n_max, f"{where}.heads[{i}].attained_by_untied")
             if at is not None:
                 rows = run(at[0]).heads[h.name]
@@ -310,6 +312,33 @@ def recheck_report(hm: HardModel, stored: dict, n_max: int, where: str) -> GapRe
                          notes=stored["notes"], layernorms=lns)
     except KeyError as e:
         raise CertificateError(f"{where}: no stored searched value {e.args[0]!r}", path=where) from None
+
+
+def _recheck_tieless(hg: HeadGap, j: dict, run, hm: HardModel, n_max: int, where: str) -> None:
+    """The searched uniform-tieless check of one head (:class:`~softhard.constructions.gap_report.HeadGap`):
+    the row counts are searched values (copied); a stored first tied row is re-evaluated exactly and
+    must be tied (argmax set of ≥ 2 with a competitor outside it), and there is one iff the count of
+    tied rows is positive.  Raises :class:`CertificateError` with the JSON path otherwise."""
+    rows = j["rows"]
+    hg.rows_uniform, hg.rows_unique, hg.rows_tied = (_count(rows[k], f"{where}.rows.{k}")
+                                                     for k in ("uniform", "unique_max", "tied"))
+    at = _attaining(j["tied_at"], hm, n_max, f"{where}.tied_at")
+    if (at is None) != (hg.rows_tied == 0):
+        raise CertificateError(f"{where}.tied_at: a tied row is stored exactly when rows.tied > 0",
+                               path=f"{where}.tied_at")
+    if at is not None:
+        r = run(at[0]).heads[hg.name]
+        amb = r.ambiguous is not None and bool(r.ambiguous[0, at[1]])
+        if not (amb or (r.has_rest[0, at[1]] and r.ties[0, at[1]] >= 2)):
+            raise CertificateError(f"{where}.tied_at: row {at[1]} of {' '.join(at[0])!r} is not tied (uniform or a "
+                                   "unique maximum)", path=f"{where}.tied_at")
+        hg.word_tied, hg.row_tied = at
+
+
+def _count(x, where: str) -> int:
+    if not isinstance(x, int) or isinstance(x, bool) or x < 0:
+        raise CertificateError(f"{where}: must be an integer >= 0, got {x!r}", path=where)
+    return x
 
 
 def _margin_at(o, run, row: int) -> Fraction:
@@ -361,7 +390,9 @@ def premises_json(an: ModelAnalysis, epsilon: Fraction) -> dict:
         j = h.to_json()
         j["statement"] = (f"on every input of length n in [1, {rep.n_max}], every query row of head {h.name} has "
                           f"score gap >= {frac(h.gap) if h.gap is not None else 'inf (no competitor)'} and at "
-                          f"most {h.ties_max} tied maxima")
+                          f"most {h.ties_max} tied maxima"
+                          + (", and every query row is uniform (all scores equal) or has a unique maximum "
+                             "(uniform-tieless)" if h.tieless and h.ties_max >= 2 else ""))
         j["status"] = status
         heads.append(j)
     lns = []
