@@ -3,6 +3,8 @@ command line."""
 
 from __future__ import annotations
 
+import itertools
+
 import json
 import re
 import time
@@ -264,14 +266,62 @@ def test_model_float64_premise(tmp_path, capsys):
     assert cert["status"] == "proved" and prem["status"] == "fails" and "head last_a" in prem["reasons"][0]
     assert verify_certificate(cert).ok
     edited = json.loads(json.dumps(cert))
-    edited["precision"]["float64_premise"]["status"] = "holds at the gap-attaining rows"
+    edited["precision"]["float64_premise"]["status"] = "holds"
     assert any(f.startswith("precision.float64_premise") for f, _ in verify_certificate(edited).problems)
     assert main(argv) == 0
     assert "float64 premise: fails" in capsys.readouterr().out
     p.write_text(json.dumps(_tiny_gap_model("1")))
     assert main([*argv, "--json"]) == 0
     prem = json.loads(capsys.readouterr().out)["precision"]["float64_premise"]
-    assert prem["status"] == "holds at the gap-attaining rows" and prem["reasons"] == [] and prem["rows_checked"] >= 1
+    assert prem["status"] == "holds" and prem["reasons"] == [] and prem["rows_checked"] >= 1
+
+
+def _magnitude_model() -> dict:
+    """Scores ``s_ij = qm_i·[j ≥ 1] + gq_i·[w_j = a]`` (BOS 0): a query ``b`` has qm = 1, gq = 10^-6
+    (the smallest gap, scores near 1: float64 separates them); a query ``a`` has qm = 2^44,
+    gq = 10^-3 — a larger gap, but 2^44 + 10^-3 is the double 2^44 (ulp 2^-8)."""
+    return {"format": "softhard-model", "version": 1, "name": "magnitude", "alphabet": ["a", "b"], "d_model": 6,
+            "residual": ["bos", "one", "a", "qm", "gq", "y"],
+            "token_embedding": {"shape": [3, 6], "entries": [
+                ["BOS", "bos", 1], ["a", "one", 1], ["a", "a", 1], ["a", "qm", 2**44], ["a", "gq", "1/1000"],
+                ["b", "one", 1], ["b", "qm", 1], ["b", "gq", "1/1000000"]]},
+            "layers": [{"heads": [{"name": "h", "mask": "past", "rule": "AHA",
+                                   "W_Q": {"shape": [6, 2], "entries": [["qm", 0, 1], ["gq", 1, 1]]},
+                                   "W_K": {"shape": [6, 2], "entries": [["one", 0, 1], ["a", 1, 1]]},
+                                   "W_V": {"shape": [6, 1], "entries": [["a", 0, 1]]},
+                                   "W_O": {"shape": [1, 6], "entries": [[0, "y", 1]]}}]}],
+            "outputs": [{"name": "y", "type": "numerical", "coordinate": "y"}]}
+
+
+def test_model_float64_premise_checks_every_row(tmp_path, capsys):
+    """Issue 15: the float64 premise covers every analysed row, not only the gap-attaining one.
+    Here the gap (10^-6) is attained at a query b, where the scores are near 1 and float64 keeps
+    them apart; the only near-ties are the rows of a query a after a b (gap 10^-3 on scores near
+    2^44, where 2^44 + 10^-3 rounds to 2^44), which the premise names."""
+    from softhard.solver.kinds import verify_certificate
+    big = float(2**44)
+    assert big + 1e-3 == big and 1.0 + 1e-6 != 1.0  # the float64 facts the model is built on
+    p = tmp_path / "mag.json"
+    p.write_text(json.dumps(_magnitude_model()))
+    assert main(["certify", "--model", str(p), "--n-max", "4", "--epsilon", "1/4", "--no-numeric", "--json"]) == 0
+    cert = json.loads(capsys.readouterr().out)
+    head = cert["premises"]["heads"][0]
+    # the gap-attaining row is a b query (independently: gap 10^-6 needs a b query with an a before it)
+    assert head["gap"] == "1/1000000" and head["attained_by"]["word"][head["attained_by"]["row"] - 1] == "b"
+    f64 = head["float64"]
+    w, r = f64["attained_by"]["word"], f64["attained_by"]["row"]
+    assert w[r - 1] == "a" and "b" in w[:r]  # a query a with a b before it: gap 10^-3 at scores 2^44
+    # rows failing, counted independently: queries a at rows i >= 2 with some b in 1..i-1
+    fail = sum(1 for n in range(1, 5) for word in itertools.product("ab", repeat=n) for i in range(2, n + 1)
+               if word[i - 1] == "a" and "b" in word[:i - 1])
+    assert f64["rows_failing"] == fail > 0
+    prem = cert["precision"]["float64_premise"]
+    assert prem["status"] == "fails" and len(prem["reasons"]) == 1 and "head h" in prem["reasons"][0]
+    assert f"row {r}" in prem["reasons"][0] and cert["status"] == "proved"  # exact claims still proved
+    assert verify_certificate(cert).ok
+    edited = json.loads(json.dumps(cert))
+    edited["analysis"]["gap_report"]["heads"][0]["float64"]["rows_failing"] = 0
+    assert any(f.startswith("analysis.gap_report.heads[0].float64") for f, _ in verify_certificate(edited).problems)
 
 
 def test_messages_echoing_input_stay_one_line(capsys):
@@ -321,3 +371,39 @@ def test_a_certificate_whose_schema_field_is_an_object_is_invalid(tmp_path, caps
         assert main(["verify", str(p)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "not a softhard certificate of schema 2" in err
+
+
+def test_model_float64_premise_at_a_tiny_inverse_temperature():
+    """The premise's second condition: at 1/τ with γ/τ ≤ 2^-52, exp(−γ/τ) is the double 1.0 (float64
+    softmax cannot separate the argmax at all); at 1/τ = 1 it holds for a gap-1 model."""
+    from fractions import Fraction
+
+    from softhard.constructions.gaps import analyse_gaps
+    from softhard.constructions.modelfile import parse_model
+    from softhard.solver.precision import model_float64_premise
+    import math
+    assert math.exp(-(2.0**-54)) == 1.0
+    from models_util import follow_doc
+    hm = parse_model(follow_doc(False)).canonical()
+    rep = analyse_gaps(hm, 4)
+    assert rep.heads["prev"].gap == rep.heads["follow"].gap == 1  # integer scores j (independently: j vs j-1)
+    assert model_float64_premise(hm, rep, Fraction(1))["status"] == "holds"
+    bad = model_float64_premise(hm, rep, Fraction(1, 2**54))  # gap/τ = 2^-54
+    assert bad["status"] == "fails" and "below what float64's exp separates" in bad["reasons"][0]
+
+
+def test_hahn_eps_ln_needs_the_ln_comparator(capsys):
+    """Issue 15: ``hahn --eps-ln`` with the head comparator (given or default) or with --model was
+    accepted and ignored; it is a one-line usage error (exit 2) unless the comparator is ln."""
+    for argv in (["hahn", "Y a", "--alphabet", "ab", "--tau", "1/4", "--comparator", "head", "--eps-ln", "1/10"],
+                 ["hahn", "Y a", "--alphabet", "ab", "--tau", "1/4", "--eps-ln", "0"],
+                 ["hahn", "--model", str(EXAMPLE), "--tau", "1/4",
+                  "--eps-ln", "0"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "--eps-ln" in err and "--comparator ln" in err
+    # with the ln comparator it is taken: the lemma does not apply to layer norm (exit 1, the reason)
+    assert main(["hahn", "#a > #b", "--alphabet", "ab", "--tau", "1/4", "--comparator", "ln", "--eps-ln", "0",
+                 "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["applicable"] is False and out["eps_ln"] == "0"
