@@ -304,7 +304,8 @@ def _mp_inv_tau(f, target, n_value, rel_tol) -> mpmath.mpf:
         while f(hi) > target:
             lo, hi = hi, hi * 2
             if hi > MAX_INV_TAU:
-                raise RepresentationError(f"at n = {n_value:.6g} the bound needs 1/tau > 1e300, beyond what numeric runs "
+                n_txt = f"{n_value:.6g}" if abs(n_value) < 1e300 else mpmath.nstr(mpmath.mpf(n_value), 6)  # an int may exceed float
+                raise RepresentationError(f"at n = {n_txt} the bound needs 1/tau > 1e300, beyond what numeric runs "
                                           f"can represent (1/tau is a float64 there); a smaller n, a larger gap, "
                                           f"beta or eta needs less")
         if lo == 0 and f(mpmath.mpf(10) ** -30) <= target:
