@@ -407,3 +407,15 @@ def test_hahn_eps_ln_needs_the_ln_comparator(capsys):
                  "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["applicable"] is False and out["eps_ln"] == "0"
+
+
+def test_batch_lines_stay_one_line_per_input(tmp_path, capsys, monkeypatch):
+    """Found by benchmarks/fuzz.py: a batch's per-input line echoed the input raw, and U+001C (a
+    line boundary to str.splitlines) split it; a long input name was also wrapped at 80 columns
+    off a terminal.  Each input's line is escaped and never wrapped now."""
+    monkeypatch.chdir(tmp_path)
+    long_name = "x" * 150 + ".ltl"
+    assert main(["certify", "\u00a1\x1c\u00b7", "i", long_name]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 3 and all(re.fullmatch(r"\[\d/3\] .+ \(\d+\.\d\d s\)", ln) for ln in lines), lines
+    assert "\\x1c" in lines[0] and long_name in lines[2]

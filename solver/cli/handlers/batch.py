@@ -45,7 +45,7 @@ from ....constructions.errors import NotSimulable, ParameterError, SofthardError
 from ...certjson import load_certificate, write_certificate
 from ...distributed import Cluster, run_jobs
 from ...kinds import verify_certificate
-from ..options import EXIT_BAD_INPUT, EXIT_INTERNAL
+from ..options import EXIT_BAD_INPUT, EXIT_INTERNAL, one_line
 from .console import certified_exit, fmt, stderr_console, stdout_console
 
 #: grid options (argparse dest) in expansion order, and the kinds that use each
@@ -276,8 +276,9 @@ def run_certify_batch(args: argparse.Namespace, jobs: list[Job],
         if args.json:
             print(json.dumps(row), flush=True)
         else:
-            stderr_console().print(f"[{len(rows) + 1}/{len(jobs)}] {j.label} {_params_text(j.grid)}: "
-                                   f"{row['status']} ({r['seconds']:.2f} s)", highlight=False, markup=False)
+            stderr_console().print(one_line(f"[{len(rows) + 1}/{len(jobs)}] {j.label} {_params_text(j.grid)}: "
+                                            f"{row['status']} ({r['seconds']:.2f} s)"),
+                                   highlight=False, markup=False, soft_wrap=True)
         return row
 
     for j in jobs:
@@ -355,9 +356,9 @@ def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
         if args.json:
             print(json.dumps(row), flush=True)
         else:
-            stderr_console().print(f"[{len(rows) + 1}/{len(jobs)}] {j.label}: "
-                                   f"{'valid' if row['valid'] else 'INVALID'} ({r['seconds']:.2f} s)",
-                                   highlight=False, markup=False)
+            stderr_console().print(one_line(f"[{len(rows) + 1}/{len(jobs)}] {j.label}: "
+                                            f"{'valid' if row['valid'] else 'INVALID'} ({r['seconds']:.2f} s)"),
+                                   highlight=False, markup=False, soft_wrap=True)
         return row
 
     return _run(args, jobs, tasks, rows, finished, _print_verify_table)
