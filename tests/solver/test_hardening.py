@@ -419,3 +419,15 @@ def test_batch_lines_stay_one_line_per_input(tmp_path, capsys, monkeypatch):
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 3 and all(re.fullmatch(r"\[\d/3\] .+ \(\d+\.\d\d s\)", ln) for ln in lines), lines
     assert "\\x1c" in lines[0] and long_name in lines[2]
+
+
+def test_run_json_is_strict_for_a_zero_output_bound(capsys):
+    """Found by benchmarks/fuzz.py (``run examples/tomita7.ltl 1 --json``): at n = 1 the average-hard
+    P nodes have output bound 0, so their relative rounding allowance is infinite, and ``run`` printed
+    it as ``Infinity`` (not JSON); it is null now, as in ``confirm``."""
+    def reject(name):
+        raise ValueError(name)
+
+    assert main(["run", str(EXAMPLE.parents[1] / "tomita7.ltl"), "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out, parse_constant=reject)
+    assert out["heads"] and all(h["bound"] == 0.0 and h["allowance_rel"] is None for h in out["heads"].values())

@@ -6,6 +6,7 @@ Exit 0 when the soft read-out equals the hard one, 1 when it differs."""
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -77,7 +78,9 @@ def run_formula(args) -> int:
     leaks = {}
     for ch in conf.checks:
         leaks[ch.node] = {"observed_leak": ch.observed, "bound": ch.bound, "within_eta": ch.bound <= float(c.eta),
-                          "exceeded": ch.exceeds, "allowance_rel": ch.allowance_rel,
+                          "exceeded": ch.exceeds,
+                          # None when infinite (no float64 rounding guarantee), as in confirm: strict JSON
+                          "allowance_rel": ch.allowance_rel if math.isfinite(ch.allowance_rel) else None,
                           # a node's bound assumes clean inputs: every attention node below it within eta
                           "premise": ch.premise}
     result = {
