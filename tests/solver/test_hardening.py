@@ -4,14 +4,15 @@ command line."""
 from __future__ import annotations
 
 import itertools
-
 import json
 import re
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
+from softhard.constructions.parameters import fraction_text
 from softhard.solver.cli import main
 from softhard.solver.cli.handlers import console
 
@@ -431,3 +432,20 @@ def test_run_json_is_strict_for_a_zero_output_bound(capsys):
     assert main(["run", str(EXAMPLE.parents[1] / "tomita7.ltl"), "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out, parse_constant=reject)
     assert out["heads"] and all(h["bound"] == 0.0 and h["allowance_rel"] is None for h in out["heads"].values())
+
+
+def test_huge_parameter_values_are_named_in_one_line(capsys):
+    """Found by benchmarks/fuzz.py: ``run ... --eta 857e6421`` (a 6424-digit integer, within the
+    decimal-exponent limit) crashed printing the value in the range error (Python refuses str() of
+    an integer over 4300 digits: exit 3); it is shown as ~8.57000e+6423.  And a valid but tiny
+    beta whose closed-form 1/tau overflows float64 was reported as '--tau None ...'."""
+    for argv, want in ((["--eta", "857e6421"], "eta must satisfy 0 < eta < 1/2 (THEORY §3), got ~8.57000e+6423"),
+                       (["--eta", "-3e5000"], "got -~3.00000e+5000"),
+                       (["--beta", "54E+7664"], "beta must satisfy 0 < beta <= 1/4 (THEORY §4), got ~5.40000e+7665"),
+                       (["--beta", "1e-9000"], "the closed-form 1/tau at n = 2 (beta = ~1.00000e-9000, eta = 1/4) is "
+                                               "outside the float64 range; give --tau")):
+        assert main(["run", "Y a", "ab", "--alphabet", "ab", *argv]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and want in err, err
+    assert fraction_text(Fraction(1, 4)) == "1/4" and fraction_text(Fraction(10**300 + 7)) == "~1.00000e+300"
+    assert fraction_text(Fraction(-123456789, 10**400)) == "-~1.23456e-392"

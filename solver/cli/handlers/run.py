@@ -19,6 +19,7 @@ from ....constructions.exact_balls import exact_engine
 from ....constructions.gaps import analyse_gaps
 from ....constructions.tie_breaks import plan_tie_breaks, tie_break
 from ....constructions.modelfile import load_model
+from ....constructions.parameters import fraction_text
 from ....constructions.parse import tokenize
 from ....constructions.semantics import truth
 from ....constructions.tracr import bos_obstacle
@@ -56,7 +57,10 @@ def run_formula(args) -> int:
     n = len(word)
     inv_tau = float(1 / args.tau) if args.tau is not None else c.default_inv_tau(n)
     if not np.isfinite(inv_tau) or inv_tau <= 0:
-        raise ParameterError(f"--tau {args.tau} gives an inverse temperature outside the float64 range")
+        if args.tau is not None:
+            raise ParameterError(f"--tau {args.tau} gives an inverse temperature outside the float64 range")
+        raise ParameterError(f"the closed-form 1/tau at n = {n} (beta = {fraction_text(c.beta)}, eta = "
+                             f"{fraction_text(c.eta)}) is outside the float64 range; give --tau, or a larger beta or eta")
     m = c.model
     tok = m.encode([word])
     hard = forward(m, tok, mode="hard")
@@ -163,7 +167,8 @@ def run_model(args) -> int:
     else:
         inv_tau, src = 1.0, "default 1"
     if not np.isfinite(inv_tau) or inv_tau <= 0:
-        raise ParameterError(f"--tau {args.tau} gives an inverse temperature outside the float64 range")
+        raise ParameterError(f"{'--tau ' + str(args.tau) if args.tau is not None else src} gives an inverse "
+                             "temperature outside the float64 range")
     tok = tr.encode([word])
     hard = forward(tr, tok, mode="hard")
     soft = forward(tr, tok, mode="soft", inv_tau=inv_tau)
