@@ -449,3 +449,11 @@ def test_huge_parameter_values_are_named_in_one_line(capsys):
         assert len(err.strip().splitlines()) == 1 and want in err, err
     assert fraction_text(Fraction(1, 4)) == "1/4" and fraction_text(Fraction(10**300 + 7)) == "~1.00000e+300"
     assert fraction_text(Fraction(-123456789, 10**400)) == "-~1.23456e-392"
+
+
+def test_integer_option_with_too_many_digits(capsys):
+    """An integer option beyond Python's 4300-digit conversion limit was called 'not an integer'
+    and echoed in full (5000 characters); it is named as too many digits, shortened."""
+    assert main(["bound", "Y a", "--alphabet", "ab", "--n-max", "9" * 5000]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "has too many digits (5000" in err and len(err) < 300
