@@ -316,6 +316,8 @@ def test_model_float64_premise_checks_every_row(tmp_path, capsys):
     fail = sum(1 for n in range(1, 5) for word in itertools.product("ab", repeat=n) for i in range(2, n + 1)
                if word[i - 1] == "a" and "b" in word[:i - 1])
     assert f64["rows_failing"] == fail > 0
+    assert main(["gap", "--model", str(p), "--n-max", "4"]) == 0  # gap says it too
+    assert f"float64: head h has {fail} row(s)" in capsys.readouterr().out
     prem = cert["precision"]["float64_premise"]
     assert prem["status"] == "fails" and len(prem["reasons"]) == 1 and "head h" in prem["reasons"][0]
     assert f"row {r}" in prem["reasons"][0] and cert["status"] == "proved"  # exact claims still proved

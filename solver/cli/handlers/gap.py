@@ -90,5 +90,10 @@ def print_gap(spec, rep, title) -> None:
         if o.margin is not None:
             con.print(f"  output {o.name} ({o.type}): margin {o.margin} ({fmt(o.margin)}) at "
                       f"{' '.join(o.word)} (position {o.row})")
+    for h in rep.heads.values():
+        if h.f64_fail:
+            con.print(f"  [yellow]float64[/yellow]: head {h.name} has {h.f64_fail} row(s) whose score gap is within "
+                      f"twice the float64 rounding error of the scores, worst {' '.join(h.f64_word)} ({h.f64_row}): "
+                      "a float64 run may not pick the hard argmax there (certify's precision.float64_premise)")
     for note in rep.notes:
         con.print(f"  [yellow]note[/yellow]: {note}")
