@@ -112,6 +112,8 @@ def load_certificate(path: str | os.PathLike) -> dict:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise CertificateError(f"{p}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    except ValueError:  # os.stat: "embedded null byte" (found by benchmarks/fuzz.py)
+        raise CertificateError(f"{p}: not a file name (it contains a NUL character)") from None
     obj = loads(text, str(p))
     if not isinstance(obj, dict):
         raise CertificateError(f"{p}: a certificate is a JSON object")

@@ -459,3 +459,18 @@ def test_integer_option_with_too_many_digits(capsys):
     assert main(["bound", "Y a", "--alphabet", "ab", "--n-max", "9" * 5000]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "has too many digits (5000" in err and len(err) < 300
+
+
+def test_file_names_with_a_nul_character(capsys):
+    """Found by benchmarks/fuzz.py (``verify verify ... 'ï¡¿...\\x00' a``): a file name with a NUL
+    character made os.stat/open raise ValueError (exit 3) in the certificate and model readers; it
+    is a bad input now, one line naming it."""
+    for argv in (["verify", "x\x00y"], ["certify", "--model", "x\x00y.json"],
+                 ["gap", "--model", "m\x00.json", "--n-max", "3"], ["certify", "--tracr", "t\x00.json"],
+                 ["run", "--model", "m\x00.json", "ab"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "contains a NUL character" in err and "\\x00" in err, err
+    assert main(["verify", "a", "x\x00y"]) == 2  # in a batch: one line per input
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("[2/2] x\\x00y: INVALID")
