@@ -20,6 +20,12 @@ few coordinates.  Every error is a nonnegative rational combination of one *atom
 * mixing atom ``Θ_h = t/(1+t)`` if a_h = 1, else ``Θ_h = 1 − exp(−2σ_h/τ)/(1 + t)``
   (``= δ̃ + (1−δ̃)(1−e^{−2σ/τ})`` at the worst δ̃; always ≤ 1; this refines THEORY §6's
   ``(m−1)e^{−(γ−2σ)/τ} + (e^{2σ/τ} − 1)``);
+* **uniform-tieless heads** (every analysed row is uniform — its argmax set is the whole mask —
+  or has a unique maximum; the condition of arXiv 2412.09925v1): a row never has both a leak and
+  a tie set.  A unique-maximum row has only the leak ``t/(1+t)``; a uniform row has no position
+  outside its argmax set, so no leak, and only the distortion ``1 − e^{−2σ/τ}`` (0 when σ_h = 0:
+  soft attention over equal scores *is* the AHA average).  So ``Θ_h = max(t/(1+t), 1 − e^{−2σ_h/τ})``
+  (``t/(1+t)`` when σ_h = 0), never more than the tied form above (THEORY §6);
 * the head's written error in coordinate b: ``Σ_a |(W_V W_O)_ab| e_a + D_b·Θ_h``, where ``D_b``
   bounds the spread of ``(x_j W_V W_O)_b`` over attendable positions.
 
@@ -76,10 +82,12 @@ def _strict(mask: str) -> bool:
 
 @dataclass
 class HeadPremise:
-    """The premise of one head: gap ≥ ``gap`` (None: no competitor ever) and argmax sets of size ≤ ``ties``."""
+    """The premise of one head: gap ≥ ``gap`` (None: no competitor ever), argmax sets of size ≤
+    ``ties``, and ``tieless``: every row uniform or with a unique maximum (module docstring)."""
 
     gap: Fraction | None
     ties: int
+    tieless: bool = False
 
 
 @dataclass
@@ -203,10 +211,14 @@ def composed_bound(hm: HardModel, premises: dict[str, HeadPremise], n_max: int,
             else:
                 gam = down(pr.gap)
                 t = m1 * sp.exp(-(gam - 2 * sig) / tau)
+            leak = t / (1 + t) if t != 0 else sp.Integer(0)
             if sig == 0 or not ties:
-                theta = t / (1 + t) if t != 0 else sp.Integer(0)
+                form, theta = "t/(1+t)", leak
+            elif pr.tieless:  # a row is uniform (distortion only) or has a unique maximum (leak only)
+                form = "max(t/(1+t), 1 - exp(-2*sigma/tau)) (uniform-tieless)"
+                theta = sp.Max(leak, 1 - sp.exp(-2 * sig / tau)) if t != 0 else 1 - sp.exp(-2 * sig / tau)
             else:
-                theta = 1 - sp.exp(-2 * sig / tau) / (1 + t)
+                form, theta = "1 - exp(-2*sigma/tau)/(1+t)", 1 - sp.exp(-2 * sig / tau) / (1 + t)
             idx = len(atoms)
             atoms.append(theta)
             D = spread(h, box)
@@ -215,12 +227,12 @@ def composed_bound(hm: HardModel, premises: dict[str, HeadPremise], n_max: int,
                 new[b] = lin_add(new[b], w[b])
             node = f"head:{h.name}"
             local_sigma, local_written = _local_head(h, e, B, D, esym, sp.Symbol(f"theta[{h.name}]"))
-            local = (f"sigma = {local_sigma}; theta[{h.name}] = "
-                     + ("t/(1+t)" if not ties or sig == 0 else "1 - exp(-2*sigma/tau)/(1+t)")
+            local = (f"sigma = {local_sigma}; theta[{h.name}] = " + form
                      + (f", t = {m1}*exp(-({down(pr.gap)} - 2*sigma)/tau)" if pr.gap is not None else ", t = 0"))
             head_err = max_expr(w, atoms)
             g.add_node(node, kind="attn", layer=li, head=h.name, mask=h.mask, rule=h.rule,
                        gap=(None if pr.gap is None else str(down(pr.gap))), ties_max=int(pr.ties),
+                       tieless=bool(pr.tieless),
                        m_minus_1=str(m1), spread_max=str(up(max(D))) if D else "0",
                        tie_break=str(h.tie_break), local=local, written=local_written, sigma=str(sig),
                        theta=str(theta), error=str(head_err))

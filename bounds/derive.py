@@ -297,11 +297,6 @@ def _float_inv_tau(expr: sp.Expr, n_value, eta_value, beta_value, rel_tol: float
     return hi
 
 
-def _g6(n) -> str:
-    """``n`` (a number, possibly beyond float64) in 6 significant digits, as ``format(n, ".6g")``."""
-    return f"{float(n):.6g}" if abs(n) < 1e300 else mpmath.nstr(mpmath.mpf(n), 6).replace(".0e", "e")
-
-
 def _mp_inv_tau(f, target, n_value, rel_tol) -> mpmath.mpf:
     """The 50-digit bisection of :func:`required_inv_tau` over the whole range (its fallback)."""
     with mpmath.workdps(DPS):
@@ -309,8 +304,9 @@ def _mp_inv_tau(f, target, n_value, rel_tol) -> mpmath.mpf:
         while f(hi) > target:
             lo, hi = hi, hi * 2
             if hi > MAX_INV_TAU:
-                raise RepresentationError(f"at n = {_g6(n_value)} the bound needs 1/tau > 1e300, beyond what numeric "
-                                          f"runs can represent (1/tau is a float64 there); a smaller n, a larger gap, "
+                n_txt = f"{n_value:.6g}" if abs(n_value) < 1e300 else mpmath.nstr(mpmath.mpf(n_value), 6)  # an int may exceed float
+                raise RepresentationError(f"at n = {n_txt} the bound needs 1/tau > 1e300, beyond what numeric runs "
+                                          f"can represent (1/tau is a float64 there); a smaller n, a larger gap, "
                                           f"beta or eta needs less")
         if lo == 0 and f(mpmath.mpf(10) ** -30) <= target:
             return mpmath.mpf(0)

@@ -37,7 +37,7 @@ def planted_trial(seed: int, *, layers: int, width: int, heads: int, n_max: int 
         return None
     hm = parse_model(doc, path=f"<random {seed}>").canonical()
     rep = analyse_gaps(hm, n_max, method="exhaustive")
-    cb = composed_bound(hm, {h: HeadPremise(g.gap, g.ties_max) for h, g in rep.heads.items()}, n_max)
+    cb = composed_bound(hm, {h: HeadPremise(g.gap, g.ties_max, g.tieless) for h, g in rep.heads.items()}, n_max)
     if inv_tau is None:
         inv_tau = float(required_inv_tau(cb.outputs["y0"], n_value=n_max, eta_value=Fraction(epsilon)))
     it = Fraction(inv_tau)

@@ -129,7 +129,10 @@ class HeadRows:
 
     ``gap_num``: ``s* − max{s_j : j ∉ A}`` in units of ``1/den`` (times ``scale``), valid where
     ``has_rest``; ``ties``: ``|A|``; ``uha_gap_zero``: a UHA row whose argmax set has ≥ 2 elements
-    (its UHA gap is 0).  ``scale``: the head's exact score scale.
+    (its UHA gap is 0).  ``scale``: the head's exact score scale.  ``f64_num`` (exact engine only):
+    per row an upper bound on the magnitudes float64 score arithmetic multiplies, in the units of
+    ``gap_num``: ``(|x_i| |W_Q|) · max_j (|x_j| |W_K|)`` (max over the word's positions, entrywise),
+    the ``A_i`` of :func:`softhard.solver.precision.model_float64_premise`.
     """
 
     gap_num: np.ndarray
@@ -140,6 +143,7 @@ class HeadRows:
     rule: str
     smax_num: np.ndarray | None = None
     ambiguous: np.ndarray | None = None
+    f64_num: np.ndarray | None = None
 
     def gap(self, b: int, i: int) -> Fraction | None:
         """Exact gap of word ``b`` at row ``i`` (None: no competitor; 0: UHA tie)."""
@@ -279,7 +283,12 @@ class ExactEngine:
             gap = np.where(has, smax, 0) - np.where(has, rest, 0)
         else:
             gap[has] = smax[has] - rest[has]
-        rows = HeadRows(gap_num=gap, has_rest=has, den=S.den, scale=h.scale, ties=ties, rule=h.rule, smax_num=smax)
+        # float64 rounding scale per row: |x_i||W_Q| · max_j |x_j||W_K| on S's denominator (Q.den·K.den)
+        Qa = matmul(RArr(np.abs(x.num), x.den), RArr(np.abs(WQ.num), WQ.den))
+        Ka = matmul(RArr(np.abs(x.num), x.den), RArr(np.abs(WK.num), WK.den))
+        f64 = matmul(Qa, RArr(Ka.num.max(axis=1)[..., None], Ka.den)).num[..., 0]
+        rows = HeadRows(gap_num=gap, has_rest=has, den=S.den, scale=h.scale, ties=ties, rule=h.rule, smax_num=smax,
+                        f64_num=f64)
         if h.rule == "AHA":
             cnt = A.astype(np.int64)
             summ = matmul(RArr(cnt, 1), V)  # (B, N, dv): Σ_{j∈A} v_j

@@ -36,7 +36,8 @@ import numpy as np
 from .errors import ParameterError
 from .exact import ExactRun, HeadRows
 from .exact_balls import PREC, exact_engine, margin_at
-from .gap_report import GapReport, HeadGap, LNVariance, OutputMargin, fd, fs  # noqa: F401 (re-exported)
+from .gap_report import (GapReport, HeadGap, LNVariance, OutputMargin, fd, float64_rounding_constant,  # noqa: F401
+                         fs)
 from .gap_tasks import CHUNK, Task, all_tokens, exhaustive_tasks, map_tasks, task_tokens  # noqa: F401
 from .hard_model import HardModel
 from .parameters import DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS
@@ -59,6 +60,7 @@ class _Agg:
         self.lns = {ln.name: LNVariance(name=ln.name) for lns in hm.lns for ln in lns}
         self.ambiguous: dict[str, tuple] = {}
         self.words = 0
+        self.f64_const = {h.name: float64_rounding_constant(h.W_Q.shape[0], h.W_Q.shape[1]) for h in hm.all_heads()}
 
     def add(self, tokens: np.ndarray, run: ExactRun) -> None:
         B, n = tokens.shape
@@ -70,6 +72,9 @@ class _Agg:
             g, b, i = _min_gap(rows)
             if g is not None and (hg.gap_untied is None or g < hg.gap_untied):
                 hg.gap_untied, hg.word_untied, hg.row_untied = g, self._word(tokens[b]), i
+            self._tieless(hg, tokens, rows)
+            if rows.f64_num is not None:
+                self._float64(hg, tokens, rows)
             uha_tie = None
             if rows.rule != "AHA":
                 tied = rows.ties[:, 1:] >= 2
@@ -95,6 +100,54 @@ class _Agg:
             if m is not None and (om.margin is None or m < om.margin):
                 om.margin, om.word, om.row = m, self._word(tokens[b]), i
 
+    def _tieless(self, hg: HeadGap, tokens: np.ndarray, rows: HeadRows) -> None:
+        """Count the batch's uniform / unique-maximum / tied rows (≥ 1) of one head; keep the
+        first tied row (uniform-tieless check, :class:`~softhard.constructions.gap_report.HeadGap`)."""
+        has = rows.has_rest[:, 1:]
+        tied = has & (rows.ties[:, 1:] >= 2)
+        if rows.ambiguous is not None:
+            tied = tied | rows.ambiguous[:, 1:]
+        hg.rows_uniform += int((~has & ~tied).sum())
+        hg.rows_unique += int((has & ~tied).sum())
+        nt = int(tied.sum())
+        if nt and hg.word_tied is None:
+            b, i = np.argwhere(tied)[0]
+            hg.word_tied, hg.row_tied = self._word(tokens[b]), int(i) + 1
+        hg.rows_tied += nt
+
+    def _float64(self, hg: HeadGap, tokens: np.ndarray, rows: HeadRows) -> None:
+        """Float64 separation of the batch's rows with a competitor (issue 15): ``gap_i / (2c·A_i)``
+        (:func:`~softhard.constructions.gap_report.float64_rounding_constant`).  A float prefilter
+        picks the rows within 10⁻⁶ of failing; those are decided exactly, so the count of failing
+        rows and the minimum (kept with its row) are exact."""
+        hg.f64_checked = True
+        valid = rows.has_rest[:, 1:]
+        if not valid.any():
+            return
+        two_c = 2 * self.f64_const[hg.name]
+        g, a = rows.gap_num[:, 1:], rows.f64_num[:, 1:]
+
+        def sep(b: int, i: int) -> Fraction:  # exact, row i ≥ 1 of word b (A > 0 where a gap exists)
+            return Fraction(int(g[b, i - 1]), int(a[b, i - 1])) / two_c
+
+        if g.dtype == object or a.dtype == object:
+            r = np.array([[float(Fraction(int(x), int(y))) if v else np.inf for x, y, v in zip(gr, ar, vr)]
+                          for gr, ar, vr in zip(g, a, valid)]).reshape(valid.shape)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = np.where(valid, g.astype(np.float64) / a.astype(np.float64), np.inf)
+        r = r / float(two_c)  # within a relative 1e-14 of the exact separation
+        hg.f64_fail += int((valid & (r < 1 - 1e-6)).sum())  # surely failing
+        b, i = np.unravel_index(int(np.argmin(r)), r.shape)
+        best = (sep(int(b), int(i) + 1), int(b), int(i) + 1)
+        for b, i in np.argwhere(valid & (np.abs(r - 1) <= 1e-6)):  # borderline: decided exactly
+            v = sep(int(b), int(i) + 1)
+            hg.f64_fail += v <= 1
+            if v < best[0]:
+                best = (v, int(b), int(i) + 1)
+        if hg.f64_sep is None or best[0] < hg.f64_sep:
+            hg.f64_sep, hg.f64_word, hg.f64_row = best[0], self._word(tokens[best[1]]), best[2]
+
     def _word(self, ids) -> tuple[str, ...]:
         return tuple(self.hm.alphabet[int(t) - 1] for t in ids)
 
@@ -105,6 +158,15 @@ class _Agg:
         for name, o in part.heads.items():
             hg = self.heads[name]
             hg.ties_max = max(hg.ties_max, o.ties_max)
+            hg.rows_uniform += o.rows_uniform
+            hg.rows_unique += o.rows_unique
+            hg.rows_tied += o.rows_tied
+            if hg.word_tied is None and o.word_tied is not None:
+                hg.word_tied, hg.row_tied = o.word_tied, o.row_tied
+            hg.f64_checked = hg.f64_checked or o.f64_checked
+            hg.f64_fail += o.f64_fail
+            if o.f64_sep is not None and (hg.f64_sep is None or o.f64_sep < hg.f64_sep):
+                hg.f64_sep, hg.f64_word, hg.f64_row = o.f64_sep, o.f64_word, o.f64_row
             if o.gap_untied is not None and (hg.gap_untied is None or o.gap_untied < hg.gap_untied):
                 hg.gap_untied, hg.word_untied, hg.row_untied = o.gap_untied, o.word_untied, o.row_untied
             if o.gap is not None and (hg.gap is None or o.gap < hg.gap):

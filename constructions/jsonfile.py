@@ -37,6 +37,8 @@ def read_json_file(p: Path, what: str) -> tuple[bytes, object]:
         raw = p.read_bytes()
     except OSError as e:
         raise ModelFormatError(f"{p}: cannot read ({e.strerror or e})") from None
+    except ValueError:  # "embedded null byte" (found by benchmarks/fuzz.py)
+        raise ModelFormatError(f"{p}: not a file name (it contains a NUL character)") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -86,6 +86,7 @@ MODEL = {
     "head": "attn: the head's name",
     "gap": "attn: the minimum score gap (a premise)",
     "ties_max": "attn: most tied maxima in a row (a premise)",
+    "tieless": "attn: every row uniform or with a unique maximum (a premise; the tie-free theta, THEORY §6)",
     "m_minus_1": "attn: largest number of competitors",
     "spread_max": "attn: largest value spread over attended positions",
     "tie_break": "attn: the UHA tie-break weight beta, if any",

@@ -28,26 +28,6 @@ def _show(s: str) -> str:
     return repr(s) if len(s) <= 40 else repr(s[:37] + "...")
 
 
-def show_number(v: Fraction) -> str:
-    """``v`` for a one-line message: exactly (``1/4``) when short, else in 6 significant digits
-    (``~5.4e+7665``); Python refuses ``str`` of an integer beyond 4300 digits, which a decimal
-    exponent up to ``MAX_DECIMAL_EXPONENT`` gives."""
-    if v.numerator.bit_length() + v.denominator.bit_length() <= 256:
-        return str(v)
-    sign, v = ("-" if v < 0 else ""), abs(v)
-    if v == 0:
-        return "0"
-    e = v.numerator.bit_length() - v.denominator.bit_length()  # v ~ 2^e
-    exp10 = math.floor(e * math.log10(2)) - 5
-    scaled = v / Fraction(10) ** exp10 if exp10 >= 0 else v * Fraction(10) ** -exp10
-    m, k = float(scaled), exp10
-    while m >= 10:
-        m, k = m / 10, k + 1
-    while m < 1:
-        m, k = m * 10, k - 1
-    return f"~{sign}{m:.6g}e{k:+d}"
-
-
 def _decimal(t: str, what: str, s: str) -> Fraction:
     m = _DECIMAL.fullmatch(t)
     if not m:
@@ -58,6 +38,24 @@ def _decimal(t: str, what: str, s: str) -> Fraction:
         return Fraction(t)
     except ValueError:  # more digits than Python converts (4300)
         raise ParameterError(f"{what}: {_show(s)} has too many digits") from None
+
+
+def fraction_text(x: Fraction, digits: int = 6) -> str:
+    """``x`` for a one-line message: ``str(x)`` (``"1/4"``) while its numerator and denominator are
+    short, else ``~d.ddddde+E`` (``digits`` significant digits, truncated; exact integer arithmetic).
+    A parameter such as ``857e6421`` is a 6424-digit integer, which ``str`` refuses to print
+    (Python's 4300-digit limit) — found by benchmarks/fuzz.py."""
+    if x.numerator.bit_length() <= 200 and x.denominator.bit_length() <= 200:
+        return str(x)
+    a = abs(x)
+    e = int((a.numerator.bit_length() - a.denominator.bit_length()) * 0.30103)  # estimate of log10(a)
+    while Fraction(10) ** e > a:
+        e -= 1
+    while Fraction(10) ** (e + 1) <= a:
+        e += 1
+    m = a / Fraction(10) ** e  # in [1, 10)
+    s = str(m.numerator * 10 ** (digits - 1) // m.denominator)
+    return f"{'-' if x < 0 else ''}~{s[0]}.{s[1:]}e{e:+d}"
 
 
 def to_fraction(x, what: str = "value") -> Fraction:
@@ -117,7 +115,7 @@ def check_beta(beta) -> Fraction:
     """β as a Fraction in (0, 1/4]; raise :class:`ParameterError` otherwise (THEORY §4)."""
     b = to_fraction(beta, "beta")
     if not (0 < b <= Fraction(1, 4)):
-        raise ParameterError(f"beta must satisfy 0 < beta <= 1/4 (THEORY §4), got {show_number(b)}")
+        raise ParameterError(f"beta must satisfy 0 < beta <= 1/4 (THEORY §4), got {fraction_text(b)}")
     return b
 
 
@@ -125,7 +123,7 @@ def check_eta(eta) -> Fraction:
     """η as a Fraction in (0, 1/2); raise :class:`ParameterError` otherwise (THEORY §3)."""
     e = to_fraction(eta, "eta")
     if not (0 < e < Fraction(1, 2)):
-        raise ParameterError(f"eta must satisfy 0 < eta < 1/2 (THEORY §3), got {show_number(e)}")
+        raise ParameterError(f"eta must satisfy 0 < eta < 1/2 (THEORY §3), got {fraction_text(e)}")
     return e
 
 
@@ -133,7 +131,7 @@ def check_eps_ln(eps) -> Fraction:
     """ε_LN as an exact Fraction ≥ 0; raise :class:`ParameterError` otherwise (THEORY §5 (a))."""
     e = to_fraction(eps, "eps_ln")
     if e < 0:
-        raise ParameterError(f"eps_ln must be >= 0 (layer-norm epsilon; 0 is exact), got {show_number(e)}")
+        raise ParameterError(f"eps_ln must be >= 0 (layer-norm epsilon; 0 is exact), got {fraction_text(e)}")
     return e
 
 

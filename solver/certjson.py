@@ -112,6 +112,8 @@ def load_certificate(path: str | os.PathLike) -> dict:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise CertificateError(f"{p}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    except ValueError:  # os.stat: "embedded null byte" (found by benchmarks/fuzz.py)
+        raise CertificateError(f"{p}: not a file name (it contains a NUL character)") from None
     obj = loads(text, str(p))
     if not isinstance(obj, dict):
         raise CertificateError(f"{p}: a certificate is a JSON object")
@@ -268,8 +270,11 @@ def _short(x, limit: int = 80) -> str:
 
 def check_output_path(path: str | os.PathLike, *, force: bool = False) -> Path:
     """The certificate's output path, or :class:`ParameterError` if it is a directory, exists
-    (without ``force``) or lies in a missing directory — checked before any work is done."""
+    (without ``force``), lies in a missing directory or holds a NUL character — checked before any
+    work is done."""
     p = Path(path)
+    if "\x00" in str(p):  # only an in-process call can pass one (no OS argument holds it)
+        raise ParameterError(f"{p}: not a file name (it contains a NUL character)")
     if p.is_dir():
         raise ParameterError(f"{p}: is a directory; give a file name for the certificate")
     if p.exists() and not force:

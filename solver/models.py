@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable
 
-import numpy as np
 
 from ..bounds.composed import ComposedBound, HeadPremise, composed_bound
 from ..bounds.intervals import down
@@ -52,10 +51,9 @@ from ..bounds.core import Bound, epsilon as epsilon_sym
 from ..bounds.params import Params
 from ..bounds.derive import NodeBound
 from ..constructions.errors import CertificateError, NotSimulable, ParameterError, RepresentationError
-from ..constructions.exact_balls import exact_engine, margin_at
 from ..constructions.gap_tasks import TASK_WORKERS
 from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS, GapReport,
-                                  HeadGap, LNVariance, OutputMargin, analyse_gaps, read_rows)
+                                  analyse_gaps)
 from ..constructions.tie_breaks import TieBreak, plan_tie_breaks, same_hard_outputs, tie_break
 from ..constructions.hard_model import HardModel, ModelSpec
 from ..constructions.modelfile import doc_sha256, model_from_doc
@@ -65,6 +63,7 @@ from . import certificate
 from .check import ProofCache
 from .claims import frac_str, parse_frac
 from .model_numeric import check_numeric, model_families, observe_model
+from .model_recheck import recheck_report
 from .pipeline import Construction
 from .precision import model_float64_premise
 from .replay import Kind, VerifyReport
@@ -108,7 +107,8 @@ def _source(spec: ModelSpec, n_max: int, epsilon: Fraction, betas: dict[str, Fra
     src = {"kind": "model", "model": spec.doc, "model_sha256": doc_sha256(spec.doc), "file": spec.path,
            "file_sha256": spec.sha256, "n_max": n_max, "epsilon": frac(epsilon),
            "tie_break": {k: frac(v) for k, v in sorted(betas.items())},
-           "premises": {k: {"gap": frac(p.gap), "ties_max": int(p.ties)} for k, p in premises.items()}}
+           "premises": {k: {"gap": frac(p.gap), "ties_max": int(p.ties), "tieless": bool(p.tieless)}
+                        for k, p in premises.items()}}
     if ln_premises:
         src["layernorm_premises"] = {k: {"variance_min": frac(v)} for k, v in ln_premises.items()}
     return src
@@ -226,7 +226,7 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
             f"(query row {h.row}){' — a UHA tie; rerun with --tie-break auto' if h.rule != 'AHA' else ''}", rep)
     if use_margin:
         epsilon = epsilon_from_margin(rep)
-    premises = {name: HeadPremise(g.gap, g.ties_max) for name, g in rep.heads.items()}
+    premises = {name: HeadPremise(g.gap, g.ties_max, g.tieless) for name, g in rep.heads.items()}
     ln_premises = {name: v.var for name, v in rep.layernorms.items()}
     c, cb = _construction(spec, hm, premises, n_max, epsilon, betas, ln_premises)
     # only what the result depends on: an exhaustive analysis is fixed by the model and n_max
@@ -240,82 +240,6 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
 
 #: where a certificate stores the gap reports (``analysis.<field>``)
 REPORT_FIELDS = {"final": "gap_report", "before": "gap_report_before_tie_break"}
-
-
-def _attaining(att, hm: HardModel, n_max: int, where: str) -> tuple[tuple[str, ...], int] | None:
-    if att is None:
-        return None
-    try:
-        w, r = tuple(att["word"]), att["row"]
-    except (KeyError, TypeError):
-        raise CertificateError(f"{where}: not an attaining input {{word, row}}", path=where) from None
-    if not (1 <= len(w) <= n_max and all(s in hm.alphabet for s in w) and isinstance(r, int) and 1 <= r <= len(w)):
-        raise CertificateError(f"{where}: not a word of length 1..{n_max} over the alphabet with a row in 1..n",
-                               path=where)
-    return w, r
-
-
-def recheck_report(hm: HardModel, stored: dict, n_max: int, where: str) -> GapReport:
-    """A searched gap report rebuilt from its stored JSON (:func:`report_json`) with every value
-    that has an attaining input re-evaluated exactly on ``hm`` at that input: per head the gap and
-    the gap to non-maximal positions are the exact values there and the largest tie set is at
-    least the ties seen there; per output the margin is the exact margin there.  The words and
-    lengths tried, the seed and the notes are copied (searched values: the search is not re-run).
-    Raises :class:`CertificateError` (with the JSON path) for a malformed entry."""
-    eng = exact_engine(hm)
-
-    def run(w):
-        return eng.run(np.array([hm.encode(w)], dtype=np.int64))
-
-    try:
-        heads_j = {h["head"]: (i, h) for i, h in enumerate(stored["heads"])}
-        outs_j = {o["output"]: (i, o) for i, o in enumerate(stored["outputs"])}
-        heads, outputs = {}, {}
-        for h in hm.all_heads():
-            i, j = heads_j[h.name]
-            hg = HeadGap(name=h.name, layer=h.layer, mask=h.mask, rule=h.rule, ties_max=int(j["ties_max"]))
-            at = _attaining(j["attained_by"], hm, n_max, f"{where}.heads[{i}].attained_by")
-            if at is not None:
-                rows = run(at[0]).heads[h.name]
-                hg.word, hg.row, hg.gap = at[0], at[1], rows.gap(0, at[1])
-                hg.ties_max = max(hg.ties_max, int(rows.ties[0, at[1]]))
-            at = _attaining(j["attained_by_untied"], hm, n_max, f"{where}.heads[{i}].attained_by_untied")
-            if at is not None:
-                rows = run(at[0]).heads[h.name]
-                hg.word_untied, hg.row_untied, hg.gap_untied = at[0], at[1], rows.aha_gap(0, at[1])
-                hg.ties_max = max(hg.ties_max, int(rows.ties[0, at[1]]))
-            heads[h.name] = hg
-        for o in hm.outputs:
-            i, j = outs_j[o.name]
-            om = OutputMargin(name=o.name, type=o.type)
-            at = _attaining(j["attained_by"], hm, n_max, f"{where}.outputs[{i}].attained_by")
-            if at is not None and o.type != "numerical":
-                if at[1] not in read_rows(o.at, len(at[0])):
-                    raise CertificateError(f"{where}.outputs[{i}].attained_by: row {at[1]} is not read by the output",
-                                           path=f"{where}.outputs[{i}].attained_by")
-                om.word, om.row, om.margin = at[0], at[1], _margin_at(o, run(at[0]), at[1])
-            outputs[o.name] = om
-        lns = {}
-        lns_j = {v["layernorm"]: (i, v) for i, v in enumerate(stored.get("layernorms", []))}
-        for ln in (ln for lns_l in hm.lns for ln in lns_l):
-            i, j = lns_j[ln.name]
-            lv = LNVariance(name=ln.name)
-            at = _attaining(j["attained_by"], hm, n_max, f"{where}.layernorms[{i}].attained_by")
-            if at is not None:  # the word's smallest variance (the stored minimum is attained there)
-                v, _, row = run(at[0]).ln_var[ln.name]
-                lv.word, lv.row, lv.var = at[0], int(row), v
-            lns[ln.name] = lv
-        return GapReport(method="searched", n_max=n_max, alphabet_size=len(hm.alphabet), words=stored["words"],
-                         lengths=stored["lengths"], heads=heads, outputs=outputs, seed=stored["seed"],
-                         notes=stored["notes"], layernorms=lns)
-    except KeyError as e:
-        raise CertificateError(f"{where}: no stored searched value {e.args[0]!r}", path=where) from None
-
-
-def _margin_at(o, run, row: int) -> Fraction:
-    """Rounding margin of output ``o`` at ``row`` of a one-word exact run (as in the analysis; a
-    rigorous lower bound for a model with layer norms)."""
-    return margin_at(o, run, 0, row)
 
 
 # --------------------------------------------------------------------------------------------
@@ -361,7 +285,9 @@ def premises_json(an: ModelAnalysis, epsilon: Fraction) -> dict:
         j = h.to_json()
         j["statement"] = (f"on every input of length n in [1, {rep.n_max}], every query row of head {h.name} has "
                           f"score gap >= {frac(h.gap) if h.gap is not None else 'inf (no competitor)'} and at "
-                          f"most {h.ties_max} tied maxima")
+                          f"most {h.ties_max} tied maxima"
+                          + (", and every query row is uniform (all scores equal) or has a unique maximum "
+                             "(uniform-tieless)" if h.tieless and h.ties_max >= 2 else ""))
         j["status"] = status
         heads.append(j)
     lns = []
@@ -417,7 +343,7 @@ def assemble(c: Construction, an: ModelAnalysis, *, inv_tau: Fraction, n_lo: int
     cert["analysis"] = analysis_json(c, an)
     cert["composed"] = COMPOSED
     cert["status"] = combine_status(cert["status"], cert["premises"]["status"])
-    cert["precision"] = {"float64_premise": model_float64_premise(an.hm, an.report)}
+    cert["precision"] = {"float64_premise": model_float64_premise(an.hm, an.report, inv_tau)}
     return cert
 
 

@@ -99,3 +99,29 @@ def uha_doc(rule="UHA-rightmost"):
                                "W_V": {"shape": [5, 1], "entries": [["par", 0, 1]]},
                                "W_O": {"shape": [1, 5], "entries": [[0, "y", 1]]}}]}],
         "outputs": [{"name": "y", "type": "numerical", "coordinate": "y"}]}
+
+
+def follow_doc(tied: bool) -> dict:
+    """Two layers over {a, b} (tests/bounds/test_tieless.py): ``prev`` (strict past, score j) writes
+    pa = [previous symbol is a]; ``follow`` (past) scores ``pa(i)·j`` (uniform-tieless: a row is uniform
+    or has a unique maximum) or, with ``tied``, ``pa(i)·[w_j = a]`` (two a's tie against BOS)."""
+    key1 = "a" if tied else "pos"
+    return {
+        "format": "softhard-model", "version": 1, "name": "follow_tied" if tied else "follow_tieless",
+        "alphabet": ["a", "b"], "d_model": 6, "residual": ["bos", "one", "a", "pos", "pa", "s1"],
+        "token_embedding": {"shape": [3, 6], "entries": [["BOS", "bos", 1], ["a", "one", 1], ["a", "a", 1],
+                                                         ["b", "one", 1]]},
+        "positional": {"features": [{"family": "j", "coordinate": "pos", "coefficient": 1}]},
+        "layers": [
+            {"heads": [{"name": "prev", "mask": "strict_past", "rule": "AHA",
+                        "W_Q": {"shape": [6, 1], "entries": [["one", 0, 1]]},
+                        "W_K": {"shape": [6, 1], "entries": [["pos", 0, 1]]},
+                        "W_V": {"shape": [6, 1], "entries": [["a", 0, 1]]},
+                        "W_O": {"shape": [1, 6], "entries": [[0, "pa", 1]]}}], "mlp": []},
+            {"heads": [{"name": "follow", "mask": "past", "rule": "AHA",
+                        "W_Q": {"shape": [6, 1], "entries": [["pa", 0, 1]]},
+                        "W_K": {"shape": [6, 1], "entries": [[key1, 0, 1]]},
+                        "W_V": {"shape": [6, 1], "entries": [["a", 0, 1]]},
+                        "W_O": {"shape": [1, 6], "entries": [[0, "s1", 1]]}}], "mlp": []}],
+        "outputs": [{"name": "s1", "type": "numerical", "coordinate": "s1", "at": "all"}],
+    }

@@ -102,9 +102,6 @@ def main(argv=None) -> int:
     argv = attach_negative_values(value_options([ap, *parsers.values()]), list(sys.argv[1:] if argv is None else argv))
     ap.usage_errors.json = "--json" in argv
     try:
-        nul = next((i for i, a in enumerate(argv) if "\x00" in a), None)
-        if nul is not None:  # only an in-process call can pass one: no OS argument, file name or formula holds it
-            ap.error(f"argument {nul + 1} holds a NUL character, which no file name, formula or value can")
         args = ap.parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return int(e.code or 0)

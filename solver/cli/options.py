@@ -89,8 +89,13 @@ def int_option(name: str, minimum: int, why: str = "", maximum: int | None = Non
     def conv(s: str) -> int:
         try:
             v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
+        except ValueError:  # not an integer, or more digits than Python converts (4300)
+            shown = repr(s) if len(s) <= 40 else repr(s[:37] + "...")
+            digits = s.strip().lstrip("+-")
+            if digits.isdigit():
+                raise argparse.ArgumentTypeError(f"{name}: {shown} has too many digits ({len(digits)}; at most "
+                                                 "4300 convert)") from None
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {shown}") from None
         if v < minimum:
             raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}{why}, got {v}")
         if maximum is not None and v > maximum:

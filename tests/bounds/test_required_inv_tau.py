@@ -12,6 +12,8 @@ import sympy as sp
 from softhard.bounds import derive as D
 from softhard.bounds.core import beta, eta, n, tau
 from softhard.constructions.errors import RepresentationError
+from softhard.constructions.parse import load_spec
+from softhard.solver.pipeline import build
 
 #: the regime-T tight geometric leak of a selection with gap β/n, written here independently
 R = sp.exp(-beta / (n * tau))
@@ -56,3 +58,14 @@ def test_zero_and_overflow_cases_unchanged():
     assert D.required_inv_tau(sp.Rational(1, 8) * sp.exp(-1 / tau), n_value=1) == 0
     with pytest.raises(RepresentationError):
         D.required_inv_tau(LEAK_T, n_value=10**300)
+
+
+def test_beyond_float_n_gives_the_representation_error_not_an_overflow():
+    """Found by benchmarks/fuzz.py (``bound examples/aba.ltl --n-max 10^400 - 1``): the message of
+    the 1/τ > 1e300 error formatted n as a float (``{n:.6g}``) and an integer beyond 1.8e308 raised
+    OverflowError (exit 3); it is formatted in mpmath now and the error is the one clear line."""
+    c = build(load_spec("Y a", alphabet="ab"), "T")
+    leak = next(iter(c.bounds.values())).bound.leak
+    n_huge = 10**400 - 1
+    with pytest.raises(RepresentationError, match=r"at n = 1\.0e\+400 the bound needs 1/tau > 1e300"):
+        D.required_inv_tau(leak, n_value=n_huge, eta_value=c.eta, beta_value=c.beta)

@@ -3,13 +3,16 @@ command line."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
+from softhard.constructions.parameters import fraction_text
 from softhard.solver.cli import main
 from softhard.solver.cli.handlers import console
 
@@ -264,14 +267,64 @@ def test_model_float64_premise(tmp_path, capsys):
     assert cert["status"] == "proved" and prem["status"] == "fails" and "head last_a" in prem["reasons"][0]
     assert verify_certificate(cert).ok
     edited = json.loads(json.dumps(cert))
-    edited["precision"]["float64_premise"]["status"] = "holds at the gap-attaining rows"
+    edited["precision"]["float64_premise"]["status"] = "holds"
     assert any(f.startswith("precision.float64_premise") for f, _ in verify_certificate(edited).problems)
     assert main(argv) == 0
     assert "float64 premise: fails" in capsys.readouterr().out
     p.write_text(json.dumps(_tiny_gap_model("1")))
     assert main([*argv, "--json"]) == 0
     prem = json.loads(capsys.readouterr().out)["precision"]["float64_premise"]
-    assert prem["status"] == "holds at the gap-attaining rows" and prem["reasons"] == [] and prem["rows_checked"] >= 1
+    assert prem["status"] == "holds" and prem["reasons"] == [] and prem["rows_checked"] >= 1
+
+
+def _magnitude_model() -> dict:
+    """Scores ``s_ij = qm_i·[j ≥ 1] + gq_i·[w_j = a]`` (BOS 0): a query ``b`` has qm = 1, gq = 10^-6
+    (the smallest gap, scores near 1: float64 separates them); a query ``a`` has qm = 2^44,
+    gq = 10^-3 — a larger gap, but 2^44 + 10^-3 is the double 2^44 (ulp 2^-8)."""
+    return {"format": "softhard-model", "version": 1, "name": "magnitude", "alphabet": ["a", "b"], "d_model": 6,
+            "residual": ["bos", "one", "a", "qm", "gq", "y"],
+            "token_embedding": {"shape": [3, 6], "entries": [
+                ["BOS", "bos", 1], ["a", "one", 1], ["a", "a", 1], ["a", "qm", 2**44], ["a", "gq", "1/1000"],
+                ["b", "one", 1], ["b", "qm", 1], ["b", "gq", "1/1000000"]]},
+            "layers": [{"heads": [{"name": "h", "mask": "past", "rule": "AHA",
+                                   "W_Q": {"shape": [6, 2], "entries": [["qm", 0, 1], ["gq", 1, 1]]},
+                                   "W_K": {"shape": [6, 2], "entries": [["one", 0, 1], ["a", 1, 1]]},
+                                   "W_V": {"shape": [6, 1], "entries": [["a", 0, 1]]},
+                                   "W_O": {"shape": [1, 6], "entries": [[0, "y", 1]]}}]}],
+            "outputs": [{"name": "y", "type": "numerical", "coordinate": "y"}]}
+
+
+def test_model_float64_premise_checks_every_row(tmp_path, capsys):
+    """Issue 15: the float64 premise covers every analysed row, not only the gap-attaining one.
+    Here the gap (10^-6) is attained at a query b, where the scores are near 1 and float64 keeps
+    them apart; the only near-ties are the rows of a query a after a b (gap 10^-3 on scores near
+    2^44, where 2^44 + 10^-3 rounds to 2^44), which the premise names."""
+    from softhard.solver.kinds import verify_certificate
+    big = float(2**44)
+    assert big + 1e-3 == big and 1.0 + 1e-6 != 1.0  # the float64 facts the model is built on
+    p = tmp_path / "mag.json"
+    p.write_text(json.dumps(_magnitude_model()))
+    assert main(["certify", "--model", str(p), "--n-max", "4", "--epsilon", "1/4", "--no-numeric", "--json"]) == 0
+    cert = json.loads(capsys.readouterr().out)
+    head = cert["premises"]["heads"][0]
+    # the gap-attaining row is a b query (independently: gap 10^-6 needs a b query with an a before it)
+    assert head["gap"] == "1/1000000" and head["attained_by"]["word"][head["attained_by"]["row"] - 1] == "b"
+    f64 = head["float64"]
+    w, r = f64["attained_by"]["word"], f64["attained_by"]["row"]
+    assert w[r - 1] == "a" and "b" in w[:r]  # a query a with a b before it: gap 10^-3 at scores 2^44
+    # rows failing, counted independently: queries a at rows i >= 2 with some b in 1..i-1
+    fail = sum(1 for n in range(1, 5) for word in itertools.product("ab", repeat=n) for i in range(2, n + 1)
+               if word[i - 1] == "a" and "b" in word[:i - 1])
+    assert f64["rows_failing"] == fail > 0
+    assert main(["gap", "--model", str(p), "--n-max", "4"]) == 0  # gap says it too
+    assert f"float64: head h has {fail} row(s)" in capsys.readouterr().out
+    prem = cert["precision"]["float64_premise"]
+    assert prem["status"] == "fails" and len(prem["reasons"]) == 1 and "head h" in prem["reasons"][0]
+    assert f"row {r}" in prem["reasons"][0] and cert["status"] == "proved"  # exact claims still proved
+    assert verify_certificate(cert).ok
+    edited = json.loads(json.dumps(cert))
+    edited["analysis"]["gap_report"]["heads"][0]["float64"]["rows_failing"] = 0
+    assert any(f.startswith("analysis.gap_report.heads[0].float64") for f, _ in verify_certificate(edited).problems)
 
 
 def test_messages_echoing_input_stay_one_line(capsys):
@@ -323,26 +376,83 @@ def test_a_certificate_whose_schema_field_is_an_object_is_invalid(tmp_path, caps
         assert err.count("\n") == 1 and "not a softhard certificate of schema 2" in err
 
 
-def test_parameters_beyond_4300_digits_are_reported_in_one_line(capsys):
-    """Fuzz find: ``--eta 54E+7664`` (a 7666-digit integer, within the decimal exponent limit)
-    crashed printing its value (Python refuses ``str`` beyond 4300 digits: exit 3); and a default
-    temperature out of the float64 range said "--tau None".  Both are one-line bad input now; the
-    value shown is 54·10^7664 to 6 digits, computed here by hand."""
-    assert main(["run", "Y a", "ab", "--alphabet", "ab", "--eta", "54E+7664"]) == 2
-    assert capsys.readouterr().err.strip().endswith("eta must satisfy 0 < eta < 1/2 (THEORY §3), got ~5.4e+7665")
-    assert main(["run", "Y a", "ab", "--alphabet", "ab", "--beta", "1e-9999"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "None" not in err
-    assert "the default temperature at n = 2 (beta = ~1e-9999, eta = 1/4)" in err and "give --tau" in err
+def test_hahn_eps_ln_needs_the_ln_comparator(capsys):
+    """Issue 15: ``hahn --eps-ln`` with the head comparator (given or default) or with --model was
+    accepted and ignored; it is a one-line usage error (exit 2) unless the comparator is ln."""
+    for argv in (["hahn", "Y a", "--alphabet", "ab", "--tau", "1/4", "--comparator", "head", "--eps-ln", "1/10"],
+                 ["hahn", "Y a", "--alphabet", "ab", "--tau", "1/4", "--eps-ln", "0"],
+                 ["hahn", "--model", str(EXAMPLE), "--tau", "1/4",
+                  "--eps-ln", "0"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "--eps-ln" in err and "--comparator ln" in err
+    # with the ln comparator it is taken: the lemma does not apply to layer norm (exit 1, the reason)
+    assert main(["hahn", "#a > #b", "--alphabet", "ab", "--tau", "1/4", "--comparator", "ln", "--eps-ln", "0",
+                 "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["applicable"] is False and out["eps_ln"] == "0"
 
 
-@pytest.mark.parametrize("argv", [["verify", "a\x00b"], ["verify", "x", "a\x00b"],
-                                  ["certify", "--model", "a\x00b", "--n-max", "3"],
-                                  ["certify", "Y a", "--alphabet", "ab", "-o", "a\x00b"]])
-def test_a_nul_character_in_an_argument_is_bad_input(argv, capsys):
-    """Fuzz find: a NUL in a file name (possible only in process: no OS argument holds one) made
-    ``open`` raise ValueError, an internal error (exit 3).  One usage line naming the argument."""
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == f"softhard: error: argument {argv.index(next(a for a in argv if chr(0) in a)) + 1} holds a NUL " \
-                  "character, which no file name, formula or value can"
+def test_batch_lines_stay_one_line_per_input(tmp_path, capsys, monkeypatch):
+    """Found by benchmarks/fuzz.py: a batch's per-input line echoed the input raw, and U+001C (a
+    line boundary to str.splitlines) split it; a long input name was also wrapped at 80 columns
+    off a terminal.  Each input's line is escaped and never wrapped now."""
+    monkeypatch.chdir(tmp_path)
+    long_name = "x" * 150 + ".ltl"
+    assert main(["certify", "\u00a1\x1c\u00b7", "i", long_name]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 3 and all(re.fullmatch(r"\[\d/3\] .+ \(\d+\.\d\d s\)", ln) for ln in lines), lines
+    assert "\\x1c" in lines[0] and long_name in lines[2]
+
+
+def test_run_json_is_strict_for_a_zero_output_bound(capsys):
+    """Found by benchmarks/fuzz.py (``run examples/tomita7.ltl 1 --json``): at n = 1 the average-hard
+    P nodes have output bound 0, so their relative rounding allowance is infinite, and ``run`` printed
+    it as ``Infinity`` (not JSON); it is null now, as in ``confirm``."""
+    def reject(name):
+        raise ValueError(name)
+
+    assert main(["run", str(EXAMPLE.parents[1] / "tomita7.ltl"), "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out, parse_constant=reject)
+    assert out["heads"] and all(h["bound"] == 0.0 and h["allowance_rel"] is None for h in out["heads"].values())
+
+
+def test_huge_parameter_values_are_named_in_one_line(capsys):
+    """Found by benchmarks/fuzz.py: ``run ... --eta 857e6421`` (a 6424-digit integer, within the
+    decimal-exponent limit) crashed printing the value in the range error (Python refuses str() of
+    an integer over 4300 digits: exit 3); it is shown as ~8.57000e+6423.  And a valid but tiny
+    beta whose closed-form 1/tau overflows float64 was reported as '--tau None ...'."""
+    for argv, want in ((["--eta", "857e6421"], "eta must satisfy 0 < eta < 1/2 (THEORY §3), got ~8.57000e+6423"),
+                       (["--eta", "-3e5000"], "got -~3.00000e+5000"),
+                       (["--beta", "54E+7664"], "beta must satisfy 0 < beta <= 1/4 (THEORY §4), got ~5.40000e+7665"),
+                       (["--beta", "1e-9000"], "the closed-form 1/tau at n = 2 (beta = ~1.00000e-9000, eta = 1/4) is "
+                                               "outside the float64 range; give --tau")):
+        assert main(["run", "Y a", "ab", "--alphabet", "ab", *argv]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and want in err, err
+    assert fraction_text(Fraction(1, 4)) == "1/4" and fraction_text(Fraction(10**300 + 7)) == "~1.00000e+300"
+    assert fraction_text(Fraction(-123456789, 10**400)) == "-~1.23456e-392"
+
+
+def test_integer_option_with_too_many_digits(capsys):
+    """An integer option beyond Python's 4300-digit conversion limit was called 'not an integer'
+    and echoed in full (5000 characters); it is named as too many digits, shortened."""
+    assert main(["bound", "Y a", "--alphabet", "ab", "--n-max", "9" * 5000]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "has too many digits (5000" in err and len(err) < 300
+
+
+def test_file_names_with_a_nul_character(capsys):
+    """Found by benchmarks/fuzz.py (``verify verify ... 'ï¡¿...\\x00' a``): a file name with a NUL
+    character made os.stat/open raise ValueError (exit 3) in the certificate and model readers; it
+    is a bad input now, one line naming it."""
+    for argv in (["verify", "x\x00y"], ["certify", "--model", "x\x00y.json"],
+                 ["gap", "--model", "m\x00.json", "--n-max", "3"], ["certify", "--tracr", "t\x00.json"],
+                 ["run", "--model", "m\x00.json", "ab"],
+                 ["certify", "Y a", "--alphabet", "ab", "-o", "c\x00.json"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "contains a NUL character" in err and "\\x00" in err, err
+    assert main(["verify", "a", "x\x00y"]) == 2  # in a batch: one line per input
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("[2/2] x\\x00y: INVALID")

@@ -10,7 +10,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from models_util import uha_doc
+from models_util import follow_doc, uha_doc
 from tamper import undetected
 
 from softhard.bounds.composed import HeadPremise
@@ -207,7 +207,15 @@ def test_searched_premise_gives_unknown_status(tmp_path, capsys):
              "analysis.gap_report.heads[0].ties_max"),
             (lambda x: x["analysis"]["gap_report"]["heads"][0].update(attained_by={"word": ["x"], "row": 1}),
              "analysis.gap_report.heads[0].attained_by"),
-            (lambda x: x["premises"]["heads"][0].update(gap="100"), "premises.heads[0].gap")):
+            (lambda x: x["premises"]["heads"][0].update(gap="100"), "premises.heads[0].gap"),
+            # the uniform-tieless counts are searched values, but a stored tied row must exist exactly
+            # when rows.tied > 0, and be a tied row when re-evaluated (issue 13 item 5)
+            (lambda x: x["analysis"]["gap_report"]["heads"][0]["rows"].update(
+                tied=0 if x["analysis"]["gap_report"]["heads"][0]["tied_at"] else 1),
+             "analysis.gap_report.heads[0].tied_at"),
+            (lambda x: x["analysis"]["gap_report"]["heads"][0].update(
+                tied_at={"word": ["a"], "row": 1}, rows={"uniform": 0, "unique_max": 0, "tied": 1}),
+             "analysis.gap_report.heads[0].tied_at")):
         c2 = copy.deepcopy(c)
         edit(c2)
         fields, rep = _problems(_rehash(c2))
@@ -334,3 +342,36 @@ def test_every_edit_of_a_model_certificate_is_caught(ab12):
     t0 = time.perf_counter()
     assert undetected(ab12, "model", verify_certificate, inputs=INPUTS) == []
     print(f"tamper: {time.perf_counter() - t0:.1f} s")
+
+
+def test_uniform_tieless_in_gap_and_certificate(tmp_path, capsys):
+    """Issue 13 item 5: ``gap`` reports per head whether every row is uniform or has a unique
+    maximum (human and --json); the certificate's premises carry it, the composed bound uses the
+    tie-free atom for the tieless head with ties, verify replays it, and an edit of it is caught."""
+    p = tmp_path / "follow.json"
+    p.write_text(json.dumps(follow_doc(False)))
+    assert main(["gap", "--model", str(p), "--n-max", "6", "--json"]) == 0
+    heads = {h["head"]: h for h in json.loads(capsys.readouterr().out)["report"]["heads"]}
+    # row counts over the 126 words of length <= 6: prev has one uniform row (row 1) per word
+    assert heads["prev"]["tieless"] and heads["prev"]["rows"] == {"uniform": 126, "unique_max": 516, "tied": 0}
+    assert heads["follow"]["tieless"] and heads["follow"]["tied_at"] is None and heads["follow"]["ties_max"] == 7
+    assert main(["gap", "--model", str(p), "--n-max", "6"]) == 0
+    assert "yes (384 uniform, 258 unique-max rows)" in capsys.readouterr().out
+    t = tmp_path / "tied.json"
+    t.write_text(json.dumps(follow_doc(True)))
+    assert main(["gap", "--model", str(t), "--n-max", "6"]) == 0
+    assert "first a a (2)" in capsys.readouterr().out
+    out = tmp_path / "c.json"
+    assert main(["certify", "--model", str(p), "--n-max", "6", "--epsilon", "1/10", "--tau", "1/12",
+                 "-o", str(out), "--no-numeric"]) == 0
+    assert "tieless" in capsys.readouterr().out
+    c = load_certificate(out)
+    assert c["source"]["premises"]["follow"] == {"gap": "1", "ties_max": 7, "tieless": True}
+    ph = {h["head"]: h for h in c["premises"]["heads"]}
+    assert "uniform-tieless" in ph["follow"]["statement"] and "uniform-tieless" not in ph["prev"]["statement"]
+    assert "uniform-tieless" in c["analysis"]["per_node"]["head:follow"]["local"]
+    assert verify_certificate(c).ok
+    c2 = copy.deepcopy(c)
+    c2["source"]["premises"]["follow"]["tieless"] = False
+    fields, _ = _problems(_rehash(c2))
+    assert "source.premises.follow.tieless" in fields

@@ -277,9 +277,9 @@ def run_certify_batch(args: argparse.Namespace, jobs: list[Job],
         if args.json:
             print(json.dumps(row), flush=True)
         else:
-            stderr_console().print(f"[{len(rows) + 1}/{len(jobs)}] {one_line(j.label)} {_params_text(j.grid)}: "
-                                   f"{row['status']} ({r['seconds']:.2f} s)", highlight=False, markup=False,
-                                   soft_wrap=True)
+            stderr_console().print(one_line(f"[{len(rows) + 1}/{len(jobs)}] {j.label} {_params_text(j.grid)}: "
+                                            f"{row['status']} ({r['seconds']:.2f} s)"),
+                                   highlight=False, markup=False, soft_wrap=True)
         return row
 
     for j in jobs:
@@ -363,10 +363,9 @@ def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
         if args.json:
             print(json.dumps(row), flush=True)
         else:
-            stderr_console().print(f"[{len(rows) + 1}/{len(jobs)}] {one_line(j.label)}: "
-                                   f"{'valid' if row['valid'] else 'INVALID'} ({r['seconds']:.2f} s)",
-                                   highlight=False, markup=False,
-                                   soft_wrap=True)
+            stderr_console().print(one_line(f"[{len(rows) + 1}/{len(jobs)}] {j.label}: "
+                                            f"{'valid' if row['valid'] else 'INVALID'} ({r['seconds']:.2f} s)"),
+                                   highlight=False, markup=False, soft_wrap=True)
         return row
 
     return _run(args, jobs, tasks, rows, finished, _print_verify_table)

@@ -134,12 +134,14 @@ def print_model_certificate(cert: dict, path=None) -> None:
     con.print(f"gap premises: [{pcol}]{pr['status']}[/{pcol}] ({pr['words']} of {pr['total_words']} words, "
               f"{cert['times'].get('gap_analysis_s', 0.0):.2f} s)")
     t = Table(show_header=True, header_style="bold")
-    for col in ("head", "layer", "rule", "gap", "attained by (row)", "max ties"):
+    for col in ("head", "layer", "rule", "gap", "attained by (row)", "max ties", "tieless"):
         t.add_column(col, overflow="fold")
     for h in pr["heads"]:
-        att = h["attained_by"]
+        att, tied = h["attained_by"], h["tied_at"]
         t.add_row(h["head"], str(h["layer"]), h["rule"], f"{h['gap']} ({h['gap_decimal']})" if h["gap"] else "-",
-                  f"{' '.join(att['word'])} ({att['row']})" if att else "-", str(h["ties_max"]))
+                  f"{' '.join(att['word'])} ({att['row']})" if att else "-", str(h["ties_max"]),
+                  "yes" if h["tieless"] else f"no: {h['rows']['tied']} tied rows, first "
+                                             f"{' '.join(tied['word'])} ({tied['row']})")
     con.print(t)
     if pr.get("tie_break"):
         for tb in pr["tie_break"]["heads"]:

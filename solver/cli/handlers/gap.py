@@ -63,23 +63,37 @@ def verdict(rep) -> str:
     return f"every head has a positive gap on inputs of length <= {rep.n_max} ({how})."
 
 
+def tieless_cell(h) -> str:
+    """The uniform-tieless verdict of one head: yes/no with its row counts, or the first tied row."""
+    if h.tieless:
+        return f"yes ({h.rows_uniform} uniform, {h.rows_unique} unique-max rows)"
+    return f"no: {h.rows_tied} tied rows, first {' '.join(h.word_tied)} ({h.row_tied})"
+
+
 def print_gap(spec, rep, title) -> None:
     """A gap report as a table (per head: gap, attaining input, ties), output margins, notes."""
     con = stdout_console()
     con.print(f"[bold]{spec.name}[/bold]: {title}, {rep.method} over {rep.words} words of length <= {rep.n_max} "
               f"({rep.seconds:.2f} s)")
     t = Table(show_header=True, header_style="bold")
-    for col in ("head", "layer", "mask", "rule", "gap", "attained by (row)", "max ties", "untied gap"):
+    for col in ("head", "layer", "mask", "rule", "gap", "attained by (row)", "max ties", "untied gap", "tieless"):
         t.add_column(col, overflow="fold")
     for h in rep.heads.values():
         t.add_row(h.name, str(h.layer), h.mask, h.rule,
                   "-" if h.gap is None else f"{h.gap} ({fmt(h.gap)})",
                   "-" if h.word is None else f"{' '.join(h.word)} ({h.row})", str(h.ties_max),
-                  "-" if h.gap_untied is None else fmt(h.gap_untied))
+                  "-" if h.gap_untied is None else fmt(h.gap_untied), tieless_cell(h))
     con.print(t)
+    con.print("  tieless: every row uniform (all scores equal: soft = AHA average exactly) or with a unique maximum "
+              "(arXiv 2412.09925v1); the composed bound then uses the tie-free form (THEORY §6)")
     for o in rep.outputs.values():
         if o.margin is not None:
             con.print(f"  output {o.name} ({o.type}): margin {o.margin} ({fmt(o.margin)}) at "
                       f"{' '.join(o.word)} (position {o.row})")
+    for h in rep.heads.values():
+        if h.f64_fail:
+            con.print(f"  [yellow]float64[/yellow]: head {h.name} has {h.f64_fail} row(s) whose score gap is within "
+                      f"twice the float64 rounding error of the scores, worst {' '.join(h.f64_word)} ({h.f64_row}): "
+                      "a float64 run may not pick the hard argmax there (certify's precision.float64_premise)")
     for note in rep.notes:
         con.print(f"  [yellow]note[/yellow]: {note}")

@@ -23,6 +23,9 @@ def handle(args) -> int:
     """Hahn's analysis of a model file or a formula's regime T construction at the fixed ``--tau``."""
     if (args.model is None) == (args.formula is None):
         raise ParameterError("give a formula (or .ltl file) or --model FILE")
+    if args.eps_ln is not None and (args.model is not None or args.comparator != "ln"):
+        raise ParameterError("argument --eps-ln: the layer-norm epsilon applies only to a formula with --comparator ln "
+                             f"(here {'--model' if args.model is not None else '--comparator ' + (args.comparator or 'head, the default')})")
     eta = check_eta(to_fraction(args.eta, "--eta"))
     change = parse_change_at(args.change_at)
     spec_f = None

@@ -6,6 +6,7 @@ Exit 0 when the soft read-out equals the hard one, 1 when it differs."""
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -14,11 +15,11 @@ from rich.table import Table
 from ....bounds.confirm import confirm
 from ....constructions.engine import forward
 from ....constructions.errors import ParameterError
-from ....constructions.parameters import show_number
 from ....constructions.exact_balls import exact_engine
 from ....constructions.gaps import analyse_gaps
 from ....constructions.tie_breaks import plan_tie_breaks, tie_break
 from ....constructions.modelfile import load_model
+from ....constructions.parameters import fraction_text
 from ....constructions.parse import tokenize
 from ....constructions.semantics import truth
 from ....constructions.tracr import bos_obstacle
@@ -56,9 +57,10 @@ def run_formula(args) -> int:
     n = len(word)
     inv_tau = float(1 / args.tau) if args.tau is not None else c.default_inv_tau(n)
     if not np.isfinite(inv_tau) or inv_tau <= 0:
-        src = f"--tau {args.tau}" if args.tau is not None else (f"the default temperature at n = {n} (beta = "
-                                                                f"{show_number(c.beta)}, eta = {show_number(c.eta)})")
-        raise ParameterError(f"{src} gives an inverse temperature outside the float64 range; give --tau")
+        if args.tau is not None:
+            raise ParameterError(f"--tau {args.tau} gives an inverse temperature outside the float64 range")
+        raise ParameterError(f"the closed-form 1/tau at n = {n} (beta = {fraction_text(c.beta)}, eta = "
+                             f"{fraction_text(c.eta)}) is outside the float64 range; give --tau, or a larger beta or eta")
     m = c.model
     tok = m.encode([word])
     hard = forward(m, tok, mode="hard")
@@ -80,7 +82,9 @@ def run_formula(args) -> int:
     leaks = {}
     for ch in conf.checks:
         leaks[ch.node] = {"observed_leak": ch.observed, "bound": ch.bound, "within_eta": ch.bound <= float(c.eta),
-                          "exceeded": ch.exceeds, "allowance_rel": ch.allowance_rel,
+                          "exceeded": ch.exceeds,
+                          # None when infinite (no float64 rounding guarantee), as in confirm: strict JSON
+                          "allowance_rel": ch.allowance_rel if math.isfinite(ch.allowance_rel) else None,
                           # a node's bound assumes clean inputs: every attention node below it within eta
                           "premise": ch.premise}
     result = {
@@ -163,7 +167,8 @@ def run_model(args) -> int:
     else:
         inv_tau, src = 1.0, "default 1"
     if not np.isfinite(inv_tau) or inv_tau <= 0:
-        raise ParameterError(f"{src} gives an inverse temperature outside the float64 range")
+        raise ParameterError(f"{'--tau ' + str(args.tau) if args.tau is not None else src} gives an inverse "
+                             "temperature outside the float64 range")
     tok = tr.encode([word])
     hard = forward(tr, tok, mode="hard")
     soft = forward(tr, tok, mode="soft", inv_tau=inv_tau)
