@@ -59,7 +59,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     out = {"example": Path(args.example).name, "n_max": args.n_max, "rounds": args.rounds, "load_avg_at_end": load,
            "variants": {}}
-    print(f"| variant | exit codes | median CPU s | median wall s |\n|---|---|---|---|")
+    print("| variant | exit codes | median CPU s | median wall s |\n|---|---|---|---|")
     for k, rows in times.items():
         cpu = statistics.median(r[0] for r in rows)
         wall = statistics.median(r[1] for r in rows)
