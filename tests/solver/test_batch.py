@@ -184,3 +184,15 @@ def test_batch_usage_errors_one_line(argv, needle, capsys):
 def test_n_max_in_decimal_notation_is_the_integer(capsys):
     assert main(["certify", "Y a", "--regime", "U", "--n-max", "2e1", "--tau", "1/2", "--no-numeric", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["range"]["n_max"] == 20
+
+
+def test_verify_batch_table_shows_any_status_value(tmp_path, capsys):
+    """Fuzz find: a tampered certificate whose ``status`` is a number (or whose kind holds rich
+    markup) crashed the batch table (rich cannot render a float: exit 3).  Each is shown as its
+    JSON text, and the batch exits 2 (invalid certificates)."""
+    for i, (kind, status) in enumerate([("formula", 1.5), ("[red]x", ["proved"])]):
+        (tmp_path / f"c{i}.json").write_text(json.dumps({"schema": "softhard-certificate", "version": 2,
+                                                          "kind": kind, "status": status}))
+    assert main(["verify", str(tmp_path)]) == 2
+    out = capsys.readouterr().out
+    assert "INVALID" in out and "Traceback" not in out

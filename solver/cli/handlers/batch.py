@@ -334,17 +334,17 @@ def _print_certify_table(rows: list[dict]) -> None:
         t.add_column(col, overflow="fold")
     for r in rows:
         col = {0: "green", 1: "yellow"}.get(r["exit"], "red")
-        st = r["status"] + (" (resumed)" if r["resumed"] else "")
-        t.add_row(str(r["job"]), _cell(r["input"]), " ".join(f"{k}={v}" for k, v in r["params"].items()),
+        st = _cell(f"{r['status']}" + (" (resumed)" if r["resumed"] else ""))
+        t.add_row(str(r["job"]), _cell(r["input"]), _cell(" ".join(f"{k}={v}" for k, v in r["params"].items())),
                   f"[{col}]{st}[/{col}]", str(r["exit"]), r["inv_tau_decimal"] or "-", f"{r['seconds']:.2f}",
                   _cell(r["certificate"] or r["error"] or "-"))
     stdout_console().print(t)
 
 
-def _cell(text: str) -> str:
-    """``text`` (an input, a file name, an error: the user's characters) as one line of a table
-    cell, its brackets not read as rich markup."""
-    return escape(one_line(text))
+def _cell(text) -> str:
+    """``text`` (an input, a file name, an error, a field read from a certificate: the user's
+    characters or any JSON value) as one line of a table cell, its brackets not read as rich markup."""
+    return escape(one_line(text if isinstance(text, str) else json.dumps(text)))
 
 
 def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
@@ -379,6 +379,6 @@ def _print_verify_table(rows: list[dict]) -> None:
         t.add_column(col, overflow="fold")
     for r in rows:
         v = "[green]valid[/green]" if r["valid"] else "[red]INVALID[/red]"
-        t.add_row(str(r["job"]), _cell(r["certificate"]), r["kind"] or "-", r["status"] or "-", v,
+        t.add_row(str(r["job"]), _cell(r["certificate"]), _cell(r["kind"] or "-"), _cell(r["status"] or "-"), v,
                   f"{r['seconds']:.2f}", _cell(r["error"] or "-"))
     stdout_console().print(t)
