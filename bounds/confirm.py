@@ -97,7 +97,8 @@ class Confirmation:
 
     def summary(self, word_chars: int | None = None) -> dict[str, dict]:
         """Per node: inputs tried, the worst check (largest observed/bound among the checks whose
-        premise holds; among all checks if none does), its bound and ratio, the rounding
+        premise holds and whose rounding allowance is below 1 — where float64 resolves the bound;
+        among all checks if none does), its bound and ratio, the rounding
         allowance (``None`` when it is infinite: no float64 rounding guarantee at that 1/τ, so the
         run can refute nothing; JSON has no infinity), violations, premise failures, tightness per
         family and the largest leak.  ``word_chars``: truncate the attaining word to this many
@@ -106,6 +107,9 @@ class Confirmation:
         for node in dict.fromkeys(c.node for c in self.checks):
             cs = [c for c in self.checks if c.node == node]
             guarded = [c for c in cs if c.premise is None] or cs
+            # tightness is read where the observation resolves the bound (allowance below 1): an output
+            # error of 1e-16 (float rounding) against a bound of 1e-100 says nothing about tightness
+            guarded = [c for c in guarded if c.allowance_rel < 1] or guarded
             w = max(guarded, key=lambda c: c.ratio)
             word = w.word if word_chars is None or len(w.word) <= word_chars else w.word[:word_chars - 3] + "..."
             out[node] = {
