@@ -198,14 +198,20 @@ def output_allowance(weight_rel: float, n: int, bound: float) -> float:
 
 
 #: how a certificate names each key pattern of :func:`key_patterns`
-PATTERN_TEXT = {"ones": "b ≡ 1", "zeros": "b ≡ 0", "single": "one b = 1"}
+PATTERN_TEXT = {"ones": "b ≡ 1", "zeros": "b ≡ 0", "single": "one b = 1",
+                "split": "b = 1 just before the query (v = 1) and from the value spacing on (v = 0)"}
 
 
 def key_patterns(b) -> tuple[str, ...]:
     """The key patterns (:func:`softhard.constructions.adversarial.key_pattern`) that attain a
-    selection bound ``b``: ``ones`` for a key ≡ 1 (Y, X never see key ≡ 0), ``single`` and ``ones``
+    selection bound ``b``: ``ones`` for a key ≡ 1 (Y, X never see key ≡ 0; also a value ≡ 1), ``split``
+    for an output bound with a value spacing (THEORY §4c), ``single`` and ``ones``
     for an average-hard output bound (THEORY §4b; key ≡ 0 gives output 0 exactly), else ``ones``
     and ``zeros`` (THEORY §4 cases A and B)."""
+    if b.value_const:  # value ≡ 1 (THEORY §4c): every word attains the bound at position 2
+        return ("ones",)
+    if b.value_spacing:  # value not the key (THEORY §4c): key and value set together
+        return ("split",)
     if b.quantity == "output":
         return ("single", "ones")
     return ("ones",) if b.key_const else ("ones", "zeros")
@@ -228,14 +234,16 @@ def key_pattern_checks(model: Transformer, bounds: Mapping[str, NodeBound], ns: 
             pats = key_patterns(nb.bound)
             ob = key_pattern_leak(model, node, key, k, it, patterns=pats, spacing=nb.bound.spacing,
                                   direction=g.nodes[node].get("direction", "past"), quantity=nb.bound.quantity,
-                                  first=nb.bound.first)
+                                  first=nb.bound.first, value_label=g.nodes[node].get("value"),
+                                  value_spacing=nb.bound.value_spacing)
             bd = nb.value(k, Fraction(it), beta_value=beta, eta_value=eta)
             allow = leak_rounding_allowance(ob.score_scale, ob.key_dim, it, k + 1)
             if nb.bound.quantity == "output":
                 allow = output_allowance(allow, k, float(bd))
             out.append(NodeCheck(node=node, family="adversarial-key", n=k, inv_tau=it, inputs=len(pats), observed=ob.leak,
                                  bound=float(bd), allowance_rel=allow,
-                                 word=("one key = 1" if ob.pattern == "single" else
+                                 word=("one key = 1" if ob.pattern == "single" else PATTERN_TEXT["split"]
+                                       if ob.pattern == "split" else
                                        f"key ≡ {1 if ob.pattern == 'ones' else 0}" if nb.bound.spacing == 1 or
                                        ob.pattern != "ones" else f"key = 1 every {nb.bound.spacing}"),
                                  row=ob.row))
