@@ -211,7 +211,9 @@ def test_cli_certify_verify_round_trip(tmp_path, capsys):
     # refuses to overwrite
     assert main(["certify", str(EXAMPLES / "aba.ltl"), "--n-max", "50", "--tau", "1/10", "-o", str(out)]) == 2
     # a too-warm temperature: refuted, exit 1, counterexample reported
-    rc = main(["certify", "Y a", "--n-max", "1000", "--tau", "1/100", "--no-numeric", "--json"])
+    # (alphabet ab: over the formula's own alphabet {a} the value a of Y a is 1 at every position, and
+    # the node is judged on its output with value spacing > 4, THEORY §4c: refuted only at n = 59)
+    rc = main(["certify", "Y a", "--alphabet", "ab", "--n-max", "1000", "--tau", "1/100", "--no-numeric", "--json"])
     cert = json.loads(capsys.readouterr().out)
     assert rc == 1 and cert["status"] == "refuted"
     assert cert["claims"][0]["counterexample"] == 19  # 1/τ = 100 suffices up to n = 18 (checked below)
