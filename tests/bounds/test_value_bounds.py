@@ -19,19 +19,25 @@ from softhard.constructions.spacing import value_spacing
 from softhard.constructions.parse import parse_formula
 from softhard.solver.pipeline import build
 
-mpmath.mp.dps = 40
-BETA = mpmath.mpf(1) / 4
+
+
+@pytest.fixture(autouse=True)
+def _digits():
+    """40 digits inside these tests only (a module-level setting would change other modules' precision)."""
+    with mpmath.workdps(40):
+        yield
+
 
 
 def output_errors(b, v, regime, inv_tau):
     """|soft − hard| of a past selection at every query i = 1..n of key b and value v (lists over
-    positions 1..n): regime T scores b_j + βj/n and BOS 1/2, regime U scores j + i·b_j and BOS i;
+    positions 1..n): regime T scores b_j + βj/n (β = 1/4) and BOS 1/2, regime U scores j + i·b_j and BOS i;
     value 0 at BOS; hard = the value of the last j < i with b_j = 1 (BOS if none)."""
     n = len(b)
     out = []
     for i in range(1, n + 1):
         if regime == "T":
-            s = [mpmath.mpf(1) / 2] + [b[j - 1] + BETA * j / n for j in range(1, i)]
+            s = [mpmath.mpf(1) / 2] + [b[j - 1] + mpmath.mpf(j) / (4 * n) for j in range(1, i)]
         else:
             s = [mpmath.mpf(i)] + [mpmath.mpf(j + i * b[j - 1]) for j in range(1, i)]
         vals = [0] + [v[j - 1] for j in range(1, i)]
