@@ -12,16 +12,22 @@ attention node whose bound depends on τ:
   n ∈ {10, 100, n_max} (periodic words and, for average-hard nodes, edge words: one key position;
   `constructions.simulate.adversarial_words`, chosen at each node's certified 1/τ) and edge words
   (`constructions.simulate.edge_words`: a key that holds at one position only).  Only the probed node runs at the probe
-  temperature: its W_Q is scaled by probe/base, every other head runs at the certificate's 1/τ,
-  so the probed node's inputs are clean (THEORY §3) and only its own error is measured.
-  Geometric bisection to a relative 1e-3.
+  temperature: every head's W_Q is scaled to its own certified 1/τ (the probed one to the probe),
+  so the probed node's inputs are clean (THEORY §3) and only its own error is measured (and no head
+  runs far colder than it needs, where the engine's O(n) paths give way to the dense one).
+  Geometric bisection to a relative `--rel` (1e-3): the true minimum over the words tried lies in
+  (inv_tau_failing, inv_tau_empirical], so the ratio is resolved to `--rel`.
+
+Bounded: the words are counted before any run (positions = Σ lengths); above `--max-positions`
+(default 3·10^5) the script refuses with one line (exit 2).  Rows are printed, and with `--jsonl`
+appended to a file, as each node finishes, so an interrupted run keeps what it measured.
 
 A numeric run never proves (THEORY §7): the empirical value is a lower estimate of the true
 minimum (the words tried may miss the worst one), so ratio = certified/empirical ≥ 1 when the
 bound is sound; ratio ≈ 1 means the bound is attained on outputs.
 
     python benchmarks/output_tightness.py                       # n_max = 1000, all examples
-    python benchmarks/output_tightness.py --only aba tomita4 --json out.json
+    python benchmarks/output_tightness.py --examples aba tomita4 --jsonl rows.jsonl --json out.json
 """
 
 from __future__ import annotations
@@ -74,36 +80,44 @@ def head_of(model, node):
     return next(h for b in model.blocks for h in b.heads if h.name == node)
 
 
-def worst_output_error(c, words, node: str, base: float, probe: float) -> float:
-    """Largest |soft − hard| of ``node``'s head on ``words`` with only that head at 1/τ = probe."""
-    h = head_of(c.model, node)
-    wq = h.W_Q
-    h.W_Q = wq * (probe / base)
+def worst_output_error(c, words, node: str, own: dict, base: float, probe: float) -> float:
+    """Largest |soft − hard| of ``node``'s head on ``words`` with that head at 1/τ = probe and every
+    other head at its own certified 1/τ (``own``: head → 1/τ; ``base`` for a head without one)."""
+    saved = {}
     try:
+        for b in c.model.blocks:
+            for h in b.heads:
+                x = probe if h.name == node else own.get(h.name, base)
+                saved[h.name] = (h, h.W_Q)
+                h.W_Q = h.W_Q * (x / base)
         s = observe(c.model, words, base)
     finally:
-        h.W_Q = wq
+        for h, wq in saved.values():
+            h.W_Q = wq
     return max((ob.output_error for ob in s.heads.get(node, {}).values()), default=0.0)
 
 
-def empirical_min(c, words, node: str, base: float, start: float, eta: float, rel: float = 1e-3) -> float | None:
-    """Smallest probe 1/τ with the node's worst output error ≤ η (geometric bisection)."""
-    ok = lambda x: worst_output_error(c, words, node, base, x) <= eta
+def empirical_min(c, words, node: str, own: dict, base: float, start: float, eta: float,
+                  rel: float = 1e-3) -> tuple[float | None, float | None]:
+    """``(smallest probe 1/τ found with the node's worst output error ≤ η, largest found above η)``
+    by geometric bisection to relative ``rel``; ``(None, None)`` if the certified ``start`` itself
+    fails (a bound or construction bug)."""
+    ok = lambda x: worst_output_error(c, words, node, own, base, x) <= eta
     hi = start
     if not ok(hi):
-        return None  # the certified value itself fails on outputs: a bound or construction bug
+        return None, None
     lo = hi / 1.25
     while ok(lo):
         hi, lo = lo, lo / 1.25
         if lo < 1e-6:
-            return 0.0
+            return 0.0, None
     while hi / lo > 1 + rel:
         mid = math.sqrt(lo * hi)
         if ok(mid):
             hi = mid
         else:
             lo = mid
-    return hi
+    return hi, lo
 
 
 def run(name: str, regime: str, n_max: int, args) -> list[dict]:
@@ -116,6 +130,11 @@ def run(name: str, regime: str, n_max: int, args) -> list[dict]:
         if row["parameter"] == "tau":
             certified[c.bounds[row["node"]].leak] = float(Fraction(row["inv_tau_certified"]))
     words = words_for(c, n_max, args.exhaustive_len, args.random, list(certified.values()))
+    positions = sum(len(w) for w in words)
+    if positions > args.max_positions:
+        raise SystemExit(f"output_tightness: {name} regime {regime}: {len(words)} words, {positions} positions "
+                         f"> --max-positions {args.max_positions}; lower --random, --exhaustive-len or --n-max")
+    own = {v: certified[nb.leak] for v, nb in c.bounds.items() if nb.leak in certified}
     out = []
     for v, nb in c.bounds.items():
         if nb.bound.parameter != tau_sym or nb.leak not in certified:
@@ -126,21 +145,31 @@ def run(name: str, regime: str, n_max: int, args) -> list[dict]:
             continue  # not a head (e.g. a layer-norm comparator)
         x_cert = certified[nb.leak]
         t0 = time.perf_counter()
-        emp = empirical_min(c, words, v, base, x_cert, float(c.eta))
-        out.append({"example": name, "regime": regime, "node": v, "kind": nb.bound.kind,
-                    "quantity": nb.bound.quantity, "n_max": n_max, "words": len(words),
-                    "inv_tau_certified": x_cert, "inv_tau_empirical": emp,
-                    "ratio": (x_cert / emp) if emp else None, "seconds": round(time.perf_counter() - t0, 2)})
-        print(f"{name:14s} {regime} {v[:34]:34s} {nb.bound.kind:18s} cert {x_cert:12.6g} emp "
+        emp, fail = empirical_min(c, words, v, own, base, x_cert, float(c.eta), rel=args.rel)
+        row = {"example": name, "regime": regime, "node": v, "kind": nb.bound.kind,
+               "quantity": nb.bound.quantity, "source": nb.bound.source, "n_max": n_max, "words": len(words),
+               "positions": positions, "inv_tau_certified": x_cert, "inv_tau_empirical": emp,
+               "inv_tau_failing": fail, "ratio": (x_cert / emp) if emp else None,
+               "ratio_max": (x_cert / fail) if fail else None, "seconds": round(time.perf_counter() - t0, 2)}
+        out.append(row)
+        print(f"{name:14s} {regime} {v[:34]:34s} {nb.bound.kind:18s} {nb.bound.quantity:6s} cert {x_cert:12.6g} emp "
               f"{emp if emp is not None else float('nan'):12.6g} ratio "
               f"{(x_cert / emp) if emp else float('nan'):8.4f}", flush=True)
+        if args.jsonl:
+            with open(args.jsonl, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
     return out
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n-max", type=int, default=1000)
-    ap.add_argument("--only", nargs="*", default=None, help="example names (default: every examples/*.ltl)")
+    ap.add_argument("--only", "--examples", dest="only", nargs="*", default=None,
+                    help="example names (default: every examples/*.ltl)")
+    ap.add_argument("--rel", type=float, default=1e-3, help="relative resolution of the bisection (default 1e-3)")
+    ap.add_argument("--max-positions", type=int, default=300_000,
+                    help="refuse an example whose word set has more positions than this (default 3e5)")
+    ap.add_argument("--jsonl", default=None, help="append each row here as it finishes (one JSON object a line)")
     ap.add_argument("--regimes", nargs="*", default=None, help="regimes to run (default: T and U, or P)")
     ap.add_argument("--exhaustive-len", type=int, default=10)
     ap.add_argument("--random", type=int, default=300)

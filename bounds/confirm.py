@@ -97,7 +97,8 @@ class Confirmation:
 
     def summary(self, word_chars: int | None = None) -> dict[str, dict]:
         """Per node: inputs tried, the worst check (largest observed/bound among the checks whose
-        premise holds; among all checks if none does), its bound and ratio, the rounding
+        premise holds and whose rounding allowance is below 1 — where float64 resolves the bound;
+        among all checks if none does), its bound and ratio, the rounding
         allowance (``None`` when it is infinite: no float64 rounding guarantee at that 1/τ, so the
         run can refute nothing; JSON has no infinity), violations, premise failures, tightness per
         family and the largest leak.  ``word_chars``: truncate the attaining word to this many
@@ -106,6 +107,9 @@ class Confirmation:
         for node in dict.fromkeys(c.node for c in self.checks):
             cs = [c for c in self.checks if c.node == node]
             guarded = [c for c in cs if c.premise is None] or cs
+            # tightness is read where the observation resolves the bound (allowance below 1): an output
+            # error of 1e-16 (float rounding) against a bound of 1e-100 says nothing about tightness
+            guarded = [c for c in guarded if c.allowance_rel < 1] or guarded
             w = max(guarded, key=lambda c: c.ratio)
             word = w.word if word_chars is None or len(w.word) <= word_chars else w.word[:word_chars - 3] + "..."
             out[node] = {
@@ -194,14 +198,20 @@ def output_allowance(weight_rel: float, n: int, bound: float) -> float:
 
 
 #: how a certificate names each key pattern of :func:`key_patterns`
-PATTERN_TEXT = {"ones": "b ≡ 1", "zeros": "b ≡ 0", "single": "one b = 1"}
+PATTERN_TEXT = {"ones": "b ≡ 1", "zeros": "b ≡ 0", "single": "one b = 1",
+                "split": "b = 1 just before the query (v = 1) and from the value spacing on (v = 0)"}
 
 
 def key_patterns(b) -> tuple[str, ...]:
     """The key patterns (:func:`softhard.constructions.adversarial.key_pattern`) that attain a
-    selection bound ``b``: ``ones`` for a key ≡ 1 (Y, X never see key ≡ 0), ``single`` and ``ones``
+    selection bound ``b``: ``ones`` for a key ≡ 1 (Y, X never see key ≡ 0; also a value ≡ 1), ``split``
+    for an output bound with a value spacing (THEORY §4c), ``single`` and ``ones``
     for an average-hard output bound (THEORY §4b; key ≡ 0 gives output 0 exactly), else ``ones``
     and ``zeros`` (THEORY §4 cases A and B)."""
+    if b.value_const:  # value ≡ 1 (THEORY §4c): every word attains the bound at position 2
+        return ("ones",)
+    if b.value_spacing:  # value not the key (THEORY §4c): key and value set together
+        return ("split",)
     if b.quantity == "output":
         return ("single", "ones")
     return ("ones",) if b.key_const else ("ones", "zeros")
@@ -224,14 +234,16 @@ def key_pattern_checks(model: Transformer, bounds: Mapping[str, NodeBound], ns: 
             pats = key_patterns(nb.bound)
             ob = key_pattern_leak(model, node, key, k, it, patterns=pats, spacing=nb.bound.spacing,
                                   direction=g.nodes[node].get("direction", "past"), quantity=nb.bound.quantity,
-                                  first=nb.bound.first)
+                                  first=nb.bound.first, value_label=g.nodes[node].get("value"),
+                                  value_spacing=nb.bound.value_spacing)
             bd = nb.value(k, Fraction(it), beta_value=beta, eta_value=eta)
             allow = leak_rounding_allowance(ob.score_scale, ob.key_dim, it, k + 1)
             if nb.bound.quantity == "output":
                 allow = output_allowance(allow, k, float(bd))
             out.append(NodeCheck(node=node, family="adversarial-key", n=k, inv_tau=it, inputs=len(pats), observed=ob.leak,
                                  bound=float(bd), allowance_rel=allow,
-                                 word=("one key = 1" if ob.pattern == "single" else
+                                 word=("one key = 1" if ob.pattern == "single" else PATTERN_TEXT["split"]
+                                       if ob.pattern == "split" else
                                        f"key ≡ {1 if ob.pattern == 'ones' else 0}" if nb.bound.spacing == 1 or
                                        ob.pattern != "ones" else f"key = 1 every {nb.bound.spacing}"),
                                  row=ob.row))

@@ -80,6 +80,10 @@ class Bound:
     #: selections: the first position (from the start; from the end for future ones) where the key
     #: can be 1, which an output bound may use (THEORY §4b)
     first: int = 1
+    #: unique selections judged on their output (THEORY §4c): the value is ≡ 1 (``value_const``), or
+    #: two key = 1 positions closer than ``value_spacing`` (≥ 2) carry equal values (0: not used)
+    value_const: bool = False
+    value_spacing: int = 0
 
 
 def gap_lemma(m: sp.Expr, gap: sp.Expr) -> sp.Expr:

@@ -20,8 +20,11 @@ that makes the required ``1/τ`` (or ``1/ε_LN``) grow with n.  ``ρ = η/(1−�
       S_A = e^{−a} + Σ_{k=1}^{n−1} e^{−ku},   S_B = e^{−a}·Σ_{k=0}^{n−1} e^{−ku} ≤ S_A,
       δ ≤ S_A/(1 + S_A),
 
-  attained exactly at the last position of every word with ``g(n) = 0``.  Regimes U and P use the
-  PE ``j`` with slope 1: the same with ``u = 1/τ``.
+  attained exactly at the last position of every word with ``g(n) = 0``.  The certified quantity is
+  the head's *output* (THEORY §5 (b)): its value is 1 at every real position and 0 at BOS, so for
+  ``F > 0`` only BOS errs and for ``F < 0`` every real position does; the worst output error is
+  ``S_B/(1 + S_B)`` (:func:`output_compare_head`), attained exactly by ``g(n) = −1``.  Regimes U and P
+  use the PE ``j`` with slope 1: the same with ``u = 1/τ``.
 * ``compare``, method ``pe`` (regimes U, P; scores ``F(j+1) − λ(i−j)``, BOS 0): the winner (``i``
   if ``F > 0``, else BOS) has its other competitor at gap ``|g + ½| ≥ ½`` and position ``i − k``
   at gap ``≥ kλ``, so with ``q = e^{−λ/τ}``: ``S ≤ e^{−1/(2τ)} + Σ_{k=1}^{n−1} q^k``, and for every
@@ -49,7 +52,7 @@ from .rules import bound_rule
 from .selection import inv_tau_star_generic
 
 #: θ splitting ρ between the BOS term and the geometric tail in the comparator closed forms
-THETA_T = sp.Rational(1, 6)
+THETA_T = sp.Rational(1, 2)
 THETA_U = sp.Rational(999, 1000)
 #: λ of the ``pe`` comparator (same value as :data:`softhard.constructions.counting.PE_SLOPE`)
 PE_SLOPE = 64
@@ -79,15 +82,30 @@ def leak_compare_head(regime: str) -> sp.Expr:
     return S / (1 + S)
 
 
+def output_compare_head(regime: str) -> sp.Expr:
+    """Exact worst-case *output* error of the ``head`` comparator (THEORY §4b, §5 (b)), n ≥ 1.
+
+    The value is 1 at every real position and 0 at BOS.  ``F > 0``: position i wins and every
+    other real position also carries 1, so only BOS errs: ``e^{−F/τ}/(1 + e^{−F/τ} + …) ≤
+    e^{−a}/(1 + e^{−a})``.  ``F < 0``: BOS wins and every real position errs:
+    ``S_B/(1 + S_B)``, ``S_B = e^{−a}·Σ_{k=0}^{n−1} e^{−ku}`` (module docstring), which is larger;
+    attained exactly by ``g(n) = −1`` at the last position.  Below the leak bound ``S_A/(1+S_A)``
+    (the earlier positions weigh on the leak but not on the output when F > 0)."""
+    a = 1 / (2 * (n + 1) * tau)
+    u = beta / (n * tau) if regime == "T" else 1 / tau
+    S = sp.exp(-a) * (1 + _geo(u, n - 1))
+    return S / (1 + S)
+
+
 def inv_tau_star_compare_head(regime: str) -> sp.Expr:
-    """Sufficient ``1/τ``: ``e^{−a} ≤ θρ`` and ``r/(1−r) ≤ (1−θ)ρ`` give ``S ≤ ρ``, i.e.
-    ``max(2(n+1)·ln(1/(θρ)), (n/β)·ln(1 + 1/((1−θ)ρ)))`` (T, θ = 1/6) or
-    ``max(2(n+1)·ln(1/(θρ)), ln(1 + 1/((1−θ)ρ)))`` (U/P, θ = 999/1000).  Θ(n)."""
-    if regime == "T":
-        th = THETA_T
-        return sp.Max(2 * (n + 1) * sp.log(1 / (th * _RHO)), (n / beta) * sp.log(1 + 1 / ((1 - th) * _RHO)))
-    th = THETA_U
-    return sp.Max(2 * (n + 1) * sp.log(1 / (th * _RHO)), sp.log(1 + 1 / ((1 - th) * _RHO)))
+    """Sufficient ``1/τ`` for the head comparator's *output* bound :func:`output_compare_head`:
+    ``S_B = e^{−a}·Σ_{k=0}^{n−1} e^{−ku} ≤ e^{−a}/(1 − e^{−u})``, so ``e^{−a} ≤ θρ`` and
+    ``e^{−u} ≤ 1 − θ`` give ``S_B ≤ ρ``, i.e. ``max(2(n+1)·ln(1/(θρ)), (n/β)·ln(1/(1−θ)))`` (T, θ = 1/2)
+    or ``max(2(n+1)·ln(1/(θρ)), ln(1/(1−θ)))`` (U/P, θ = 999/1000).  Θ(n); in regime T within 7.5 %
+    of the exact slope 3.3365 (β = η = 1/4: 2 ln 6 = 3.5835)."""
+    th = THETA_T if regime == "T" else THETA_U
+    tail = (n / beta) * sp.log(1 / (1 - th)) if regime == "T" else sp.log(1 / (1 - th))
+    return sp.Max(2 * (n + 1) * sp.log(1 / (th * _RHO)), tail)
 
 
 def leak_compare_pe() -> sp.Expr:
@@ -156,9 +174,9 @@ def _compare_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
     r = _tiebreak(regime)
     gap = beta / n if r == "T" else 1 / (2 * (n + 1))
     return Bound(
-        kind="comparator-head", regime=regime, leak=leak_compare_head(r), generic=gap_lemma(n + 1, gap),
+        kind="comparator-head", regime=regime, leak=output_compare_head(r), generic=gap_lemma(n + 1, gap),
         inv_tau_star=inv_tau_star_compare_head(r), inv_tau_star_generic=inv_tau_star_generic(n + 1, gap),
-        gap=gap, n_min=1, attained_by="g(n) = 0 at the last position (exactly)",
+        gap=gap, n_min=1, quantity="output", attained_by="g(n) = -1 at the last position (exactly, on the output)",
         source="THEORY §5 (b): temperature-scaled comparator head, gap 1/(2(n+1)); §2 structured rows",
         rounding=sp.exp(ef / tau) - 1)
 

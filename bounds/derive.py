@@ -98,6 +98,13 @@ def _selection_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
         return S.average_bound(regime)
     if a.get("average_ok") and regime in ("U", "P"):  # value = key: judged on the output (THEORY §4b)
         return S.unique_output_bound_U(int(a.get("key_first", 1)))
+    # value ≡ 1, or key = 1 positions closer than the value spacing agree: judged on the output (THEORY §4c);
+    # each output bound is below the leak bound for every n and τ, so it is always the cheaper one
+    if a.get("value_const") and a.get("key_const"):
+        return cached_bound("value-const", [regime], lambda: S.value_const_bound(regime))
+    dv, p, d = int(a.get("value_spacing", 1)), int(a.get("key_first", 1)), int(a.get("key_spacing", 1))
+    if dv >= 2 and (regime == "T" or min(dv, p) >= 2):
+        return cached_bound("values", [regime, d, dv, p], lambda: S.values_bound(regime, d, dv, p))
     return unique_selection_bound(g, v, regime)
 
 

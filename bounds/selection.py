@@ -52,7 +52,8 @@ __all__ = ["Bound", "SelectionBound", "asymptotic_order", "beta", "eta", "gap_le
            "geometric", "leak_T", "leak_U", "leak_U_all_n", "generic_T", "generic_U", "inv_tau_star_T",
            "inv_tau_star_U", "inv_tau_star_generic", "selection_bound", "HALF", "output_T_average",
            "inv_tau_star_T_average", "inv_tau_exact_T_average", "average_bound", "output_U_unique",
-           "output_U_unique_all_n", "unique_output_bound_U"]
+           "output_U_unique_all_n", "unique_output_bound_U", "output_T_value_const", "output_U_value_const",
+           "output_T_values", "output_U_values", "value_const_bound", "values_bound"]
 
 #: splitting constant θ of the sufficient closed form for regime T (see :func:`inv_tau_star_T`)
 THETA = sp.Rational(1, 1000)
@@ -274,3 +275,118 @@ def unique_output_bound_U(first: int = 1) -> Bound:
                  all_n=output_U_unique_all_n(p), n_min=p, quantity="output", first=p, source="THEORY §4b, §4",
                  attained_by=f"one key = 1 at position {p} from the start (end, for F) before the query; "
                              "no key = 1: output exactly 0")
+
+
+# ---------------------------------------------------------------------------------------------
+# unique selections whose value is not their key, judged on their output (THEORY §4c)
+
+
+def output_T_value_const() -> sp.Expr:
+    """Exact worst-case *output* error of a regime-T unique selection whose value is ≡ 1 and whose
+    key is ≡ 1 (``Y true``, ``X true``; THEORY §4c), n ≥ 2.
+
+    The chosen position ``j* = i − 1`` carries value 1 and so does every earlier position: only BOS
+    (value 0, gap ``1/2 + βj*/n``) errs, ``err = x_{j*}/(1 + x_{j*} + Σ_{k=1}^{j*−1} r^k)``,
+    ``x_{j*} = e^{−(1/2 + βj*/n)/τ}``, which decreases in ``j*``: the worst query is ``i = 2``
+    (``j* = 1``, no other competitor) and ``err = x/(1 + x)``, ``x = e^{−(1/2 + β/n)/τ}`` — attained
+    exactly at position 2 of every word of length n (position n − 1 for X)."""
+    x = sp.exp(-(HALF + beta / n) / tau)
+    return x / (1 + x)
+
+
+def output_U_value_const() -> sp.Expr:
+    """Regime-U analogue of :func:`output_T_value_const`: BOS sits ``j*`` below the chosen position
+    (score ``j* + i`` against ``i``), the worst query is ``i = 2``: ``q/(1 + q)``, ``q = e^{−1/τ}``,
+    for every n ≥ 2 (attained exactly at position 2)."""
+    q = sp.exp(-1 / tau)
+    return q / (1 + q)
+
+
+def output_T_values(spacing: int = 1, value_spacing: int = 2) -> sp.Expr:
+    """Output-error bound of a regime-T unique selection whose value is not its key (THEORY §4c),
+    n ≥ 2: ``S/(1 + S)`` with ``S = min(S_A^{(d)}, S_out)``,
+
+    ``S_out = (r^{d_v} − r^{n−2+d_v})/(1 − r^d) + (n − 2)·e^{−(1−β)/τ} + e^{−(1/2 + β/n)/τ}``,
+
+    ``r = e^{−β/(nτ)}``, ``d`` the key spacing, ``d_v ≥ d`` the value spacing (two key = 1 positions
+    closer than ``d_v`` carry equal values).  Every compiled selection has ``v ⇒ b`` (Y/X: b ≡ 1;
+    S/U: v = ψ, b = ψ ∨ ¬φ), so with no b = 1 (BOS wins, value 0) every value is 0: output error 0.
+    With a chosen ``j*`` only the competitors whose value differs from ``v(j*)`` err: earlier b = 1
+    positions at slots ``k ≥ d_v`` (at least d apart: ``r^{d_v}, r^{d_v+d}, …``, at most
+    ``(r^{d_v} − r^{n−2+d_v})/(1 − r^d)`` as ``d_v ≥ d``), b = 0 positions (at most n − 2, gap
+    ``≥ 1 − β``) and BOS (gap ``≥ 1/2 + β/n``), and ``err ≤ D/(1 + D)`` for their weight D.  The leak's
+    case A sum ``S_A^{(d)}`` (:func:`leak_T`) bounds it too.  Attained up to the b = 0 and BOS terms by
+    b = 1 at ``j* = n − 1`` (value 1) and at every d-th position from ``j* − d_v`` down (value 0)."""
+    d, dv = int(spacing), int(value_spacing)
+    if d < 1 or dv < max(d, 2):
+        raise ValueError(f"value spacing must be >= max(2, key spacing), got {dv} (key spacing {d})")
+    u = beta / (n * tau)
+    tail = sp.exp(-(n - 2) * u)
+    bos = sp.exp(-(HALF + beta / n) / tau)
+    if d == 1:
+        s_a = sp.exp(-u) * (1 - tail) / (1 - sp.exp(-u)) + bos
+    else:
+        s_a = sp.exp(-d * u) * (1 - tail) / (1 - sp.exp(-d * u)) + (n - 2) * sp.exp(-(1 - beta) / tau) + bos
+    s_out = sp.exp(-dv * u) * (1 - tail) / (1 - sp.exp(-d * u)) + (n - 2) * sp.exp(-(1 - beta) / tau) + bos
+    S = sp.Min(s_a, s_out)
+    return S / (1 + S)
+
+
+def output_U_values(m: int) -> sp.Expr:
+    """Output-error bound of a regime-U unique selection whose value is not its key (THEORY §4c):
+    ``S/(1+S)``, ``S = (q^m − q^{n+m−1})/(1 − q)``, ``m = min(d_v, p)`` (value spacing, key_first).
+    The competitors sit at distinct integer distances (earlier b = 1 at k, BOS at ``j* ≥ p``, b = 0
+    beyond ``j*``); the ones whose value differs are at distance ``≥ m``, and at most n − 1 compete."""
+    q = sp.exp(-1 / tau)
+    S = sp.exp(-sp.Integer(int(m)) / tau) * (1 - sp.exp(-(n - 1) / tau)) / (1 - q)
+    return S / (1 + S)
+
+
+@lru_cache(maxsize=8)
+def value_const_bound(regime: str) -> Bound:
+    """:class:`Bound` of a unique selection with value ≡ 1 and key ≡ 1 (THEORY §4c), on its output:
+    :func:`output_T_value_const` (regime T; sufficient ``1/τ = 2 ln((1−η)/η)``, Θ(1)) or
+    :func:`output_U_value_const` (U/P; ``ln((1−η)/η)``, every n).  Raises ``ValueError`` otherwise."""
+    text = "every word at position 2 (the first query with a real candidate): only BOS (value 0) errs"
+    if regime == "T":
+        return Bound(kind="selection", regime="T", key_const=True, leak=output_T_value_const(), generic=generic_T(),
+                     inv_tau_star=2 * sp.log((1 - eta) / eta), inv_tau_star_generic=inv_tau_star_generic(n, beta / n),
+                     gap=beta / n, n_min=2, quantity="output", value_const=True, source="THEORY §4c",
+                     attained_by=text)
+    if regime in ("U", "P"):
+        return Bound(kind="selection", regime="U", key_const=True, leak=output_U_value_const(), generic=generic_U(),
+                     inv_tau_star=sp.log((1 - eta) / eta), inv_tau_star_generic=inv_tau_star_generic(n, sp.Integer(1)),
+                     gap=sp.Integer(1), all_n=output_U_value_const(), n_min=1, quantity="output", value_const=True,
+                     source="THEORY §4c", attained_by=text)
+    raise ValueError(f"unknown regime {regime!r}")
+
+
+@lru_cache(maxsize=32)
+def values_bound(regime: str, spacing: int, value_spacing: int, first: int = 1) -> Bound:
+    """:class:`Bound` of a unique selection whose value is not its key, with value spacing
+    ``d_v ≥ 2`` (THEORY §4c), on its output: :func:`output_T_values` (regime T) or
+    :func:`output_U_values` with ``m = min(d_v, first)`` (U/P; needs m ≥ 2).  Sufficient closed form
+    in T: ``r ≤ 1/2`` and ``r^{d_v} ≤ (1−θ)ρ/2`` bound the geometric part by ``(1−θ)ρ`` (``1 − r^d ≥
+    1 − r``), the BOS and b = 0 parts as in :func:`inv_tau_star_T`; Θ(n), ``d_v`` times below the
+    leak's leading term.  Raises ``ValueError`` for an unknown regime or too small a spacing."""
+    d, dv = int(spacing), int(value_spacing)
+    rho = eta / (1 - eta)
+    if regime == "T":
+        return Bound(kind="selection", regime="T", leak=output_T_values(d, dv), generic=generic_T(),
+                     inv_tau_star=sp.Max((n / beta) * sp.log(2), (n / (dv * beta)) * sp.log(2 / ((1 - THETA) * rho)),
+                                         2 * sp.log(2 * (1 - eta) / (THETA * eta)),
+                                         sp.log(2 * (n - 1) * (1 - eta) / (THETA * eta)) / (1 - beta)),
+                     inv_tau_star_generic=inv_tau_star_generic(n, beta / n), gap=beta / n, n_min=2, spacing=d,
+                     quantity="output", value_spacing=dv, source="THEORY §4c",
+                     attained_by=f"key = 1 just before the query (value 1) and every {d} position(s) from {dv} "
+                                 "before it on (value 0); no key = 1: output exactly 0")
+    if regime in ("U", "P"):
+        m = min(dv, int(first))
+        if m < 2:
+            raise ValueError(f"regime U output bound needs min(value spacing, key_first) >= 2, got {m}")
+        return Bound(kind="selection", regime="U", leak=output_U_values(m), generic=generic_U(),
+                     inv_tau_star=sp.log(1 / eta), inv_tau_star_generic=inv_tau_star_generic(n, sp.Integer(1)),
+                     gap=sp.Integer(1), all_n=output_U_unique_all_n(m), n_min=1, quantity="output",
+                     value_spacing=dv, first=int(first), spacing=d, source="THEORY §4c",
+                     attained_by=f"key = 1 at distances >= {m} from the chosen position with the other value")
+    raise ValueError(f"unknown regime {regime!r}")

@@ -37,6 +37,29 @@ class KeyPatternObservation:
     output_error: float = 0.0
 
 
+def split_pattern(n: int, spacing: int, value_spacing: int, direction: str = "past",
+                  first: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Key and value columns (length n) of pattern ``"split"``, the worst case of a unique selection
+    judged on its output when its value is not its key (THEORY §4c): key = 1 with value 1 at the last
+    query's nearest candidate ``j* = n − 1`` (past; 2 for future), and key = 1 with value 0 at every
+    ``spacing``-th position from ``value_spacing`` before it on (nothing closer: closer key = 1
+    positions would carry the same value); a key that cannot be 1 before ``first`` is 0 there."""
+    key, val = np.zeros(n), np.zeros(n)
+    d, dv = max(1, int(spacing)), max(1, int(value_spacing))
+    j = np.arange(1, n + 1)
+    star = n - 1 if direction == "past" else 2
+    dist = (star - j) if direction == "past" else (j - star)
+    far = (dist >= dv) & ((dist - dv) % d == 0)
+    if direction == "past":
+        far &= j >= first
+    else:
+        far &= j <= n + 1 - first
+    key[far] = 1.0
+    if 1 <= star <= n and (star >= first if direction == "past" else star <= n + 1 - first):
+        key[star - 1], val[star - 1] = 1.0, 1.0
+    return key, val
+
+
 def key_pattern(n: int, pattern: str, spacing: int = 1, direction: str = "past", first: int = 1) -> np.ndarray:
     """The key column (length n, positions 1..n) of a pattern: ``"zeros"``; ``"ones"`` — b = 1
     every ``spacing`` positions, ending at position n−1 for a past selection (the last query's
@@ -61,7 +84,8 @@ def key_pattern(n: int, pattern: str, spacing: int = 1, direction: str = "past",
 
 def key_pattern_leak(model: Transformer, head_name: str, key_label: str, n: int, inv_tau: float,
                      patterns=("ones", "zeros"), spacing: int = 1, direction: str = "past",
-                     quantity: str = "leak", first: int = 1) -> KeyPatternObservation:
+                     quantity: str = "leak", first: int = 1, value_label: str | None = None,
+                     value_spacing: int = 0) -> KeyPatternObservation:
     """Run head ``head_name`` of ``model`` alone at length ``n`` with its key coordinate
     ``key_label`` set to each pattern (:func:`key_pattern`; 0 at BOS, as in every construction) and
     return the largest leak seen.  The other coordinates come from the embedding of the word
@@ -69,7 +93,9 @@ def key_pattern_leak(model: Transformer, head_name: str, key_label: str, n: int,
     never 1 at two positions closer than that) and the selection's direction.  ``quantity``:
     ``"leak"`` (the default) or ``"output"`` (the largest |soft − hard| of the head's output, the
     quantity an output-error bound such as THEORY §4b's bounds) decides which pattern is worst and
-    is what ``leak`` then holds; ``first``: where the ``single`` pattern puts its one b = 1.
+    is what ``leak`` then holds; ``first``: where the ``single`` pattern puts its one b = 1;
+    ``value_label``/``value_spacing``: the value coordinate and the value spacing the ``split``
+    pattern (:func:`split_pattern`) sets together with the key.
 
     Raises ``ModelFormatError`` for an unknown head or label.
     """
@@ -81,7 +107,14 @@ def key_pattern_leak(model: Transformer, head_name: str, key_label: str, n: int,
     best = None
     for pat in patterns:
         x = x0.copy()
-        x[:, 1:, k] = key_pattern(n, pat, spacing, direction, first)
+        if pat == "split":
+            if value_label is None:
+                raise ModelFormatError("pattern 'split' needs the head's value label")
+            kv = model.index(value_label)
+            x[:, 1:, k], x[:, 1:, kv] = split_pattern(n, spacing, value_spacing, direction, first)
+            x[:, 0, kv] = 0.0
+        else:
+            x[:, 1:, k] = key_pattern(n, pat, spacing, direction, first)
         x[:, 0, k] = 0.0
         tr = run_head(head, x, soft=True, inv_tau=inv_tau)
         err = np.max(np.abs(tr.soft[0, 1:] - tr.hard[0, 1:]), axis=-1)

@@ -22,7 +22,10 @@ Node attributes (plain data, so ``networkx.node_link_data`` serialises the graph
   (True when b ≡ 1), ``key_spacing`` (the least distance between two positions with b = 1, proved
   by enumeration for local keys, else 1: :mod:`softhard.constructions.spacing`), ``key_first``
   (the first position, counted from the start for past and from the end for future selections,
-  where b can be 1: :func:`~softhard.constructions.spacing.key_first`), ``default`` (0,
+  where b can be 1: :func:`~softhard.constructions.spacing.key_first`), ``value_const`` (True when
+  v ≡ 1), ``value_spacing`` (the least distance between two positions with b = 1 whose values v
+  differ, proved by enumeration for local key and value, else 1:
+  :func:`~softhard.constructions.spacing.value_spacing`; THEORY §4c), ``default`` (0,
   supplied by BOS); after :func:`assign_attention`: ``attention`` (``unique`` | ``average``) and
   ``average_ok`` (True when the output does not depend on which maximal position is chosen: key =
   value, i.e. P and F; THEORY §4b);
@@ -53,7 +56,7 @@ import networkx as nx
 
 from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position
 from .errors import FormulaError, ParameterError
-from .spacing import key_first, key_spacing
+from .spacing import key_first, key_spacing, value_spacing
 from .parameters import check_comparator, check_construction
 
 _PAST = {"Y": "past", "P": "past", "S": "past", "X": "future", "F": "future", "U": "future"}
@@ -143,7 +146,7 @@ class _Builder:
         return self._add(formula, op, dict(zip(roles, args)), aux=aux)
 
     def select(self, operator: str, formula: str, key: str, value: str, aux: bool,
-               key_formula: Formula | None = None) -> str:
+               key_formula: Formula | None = None, value_formula: Formula | None = None) -> str:
         direction = _PAST[operator]
         cv = self.is_const(value)
         ck = self.is_const(key)
@@ -153,13 +156,19 @@ class _Builder:
         spacing = 1 if ck == 1 or key_formula is None else key_spacing(key_formula, self.alphabet)
         # the first position (from the start, or the end for a future selection) where b can be 1
         first = 1 if ck == 1 or key_formula is None else key_first(key_formula, self.alphabet, direction)
+        # the least distance between two key = 1 positions whose values differ (THEORY §4c); the value
+        # is the key for P/F (never differ); 1: general case
+        kf = Const(True) if ck == 1 else key_formula
+        vspacing = (1 if kf is None or value_formula is None or cv == 1 or key == value
+                    else max(spacing, value_spacing(kf, value_formula, self.alphabet)))
         return self._add(
             formula, "select", {"key": key, "value": value}, aux=aux,
             operator=operator, direction=direction,
             mask="strict_past" if direction == "past" else "strict_future",
             tie="rightmost" if direction == "past" else "leftmost",
             rule="UHA-rightmost" if direction == "past" else "UHA-leftmost",
-            key=key, value=value, key_const=(ck == 1), key_spacing=spacing, key_first=first, default=0)
+            key=key, value=value, key_const=(ck == 1), key_spacing=spacing, key_first=first, default=0,
+            value_const=(cv == 1), value_spacing=vspacing)
 
     # -- formulas -----------------------------------------------------------------------------
     def build(self, f: Formula, aux: bool = False) -> str:
@@ -188,7 +197,7 @@ class _Builder:
             if op == "!":
                 return self.gate("not", text, [a], aux)
             if op in ("Y", "X"):
-                return self.select(op, text, self.const(True), a, aux)
+                return self.select(op, text, self.const(True), a, aux, value_formula=f.arg)
             if op in ("P", "F"):
                 return self.select(op, text, a, a, aux, key_formula=f.arg)
             # H φ = ¬P¬φ, G φ = ¬F¬φ (the inner P¬φ / F¬φ is an auxiliary node)
@@ -202,7 +211,7 @@ class _Builder:
             # φ S ψ / φ U ψ: key b = ψ ∨ ¬φ, value v = ψ (THEORY §4)
             key_f = Binary("|", f.right, _negate(f.left))
             key = self.build(key_f, aux=True)
-            return self.select(f.op, text, key, y, aux, key_formula=key_f)
+            return self.select(f.op, text, key, y, aux, key_formula=key_f, value_formula=f.right)
         raise FormulaError(f"cannot compile formula node {f!r}")
 
     # -- counting (THEORY §5) ---------------------------------------------------------------

@@ -70,6 +70,8 @@ FORMULA = {
     "key_spacing": "select: proved minimum distance between two positions where the key is 1",
     "key_first": "select: proved first position (from the start; from the end for future) where the key can be 1",
     "attention": "select: how it is built, unique (UHA) or average (AHA over every key = 1 position, THEORY §4b)",
+    "value_const": "select: the value is 1 everywhere (THEORY §4c)",
+    "value_spacing": "select: proved minimum distance between two key = 1 positions whose values differ (THEORY §4c)",
     "average_ok": "select: the output does not depend on which maximal position is chosen (value = key: P, F)",
     "tie": "select: which maximal position UHA picks (rightmost/leftmost; all for an average-hard head)",
     "method": "compare: the comparator construction (ln, head, pe)",

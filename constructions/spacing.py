@@ -118,3 +118,38 @@ def key_first(f: Formula, alphabet: Sequence[str], direction: str = "past", *,
             if best == 1:
                 return 1
     return best
+
+
+def value_spacing(key: Formula, value: Formula, alphabet: Sequence[str], *, max_spacing: int = MAX_SPACING,
+                  max_words: int = MAX_WORDS) -> int:
+    """The least ``e ≥ 1`` such that two positions ``e`` apart where ``key`` holds can carry
+    different values of ``value``, capped at ``max_spacing + 1`` (no such pair at distance
+    ≤ ``max_spacing``), proved by enumeration as :func:`key_spacing` is (both formulas local, with
+    the larger look-back and look-ahead of the two: every word up to length ``p + f + max_spacing + 1``).
+    Returns 1 (the general case, always sound) for a non-local formula or beyond ``max_words``.
+
+    Source: THEORY §4c (the output bound of a unique selection whose value is not its key: the
+    earlier key = 1 positions that can make an output error sit at least this far from the chosen one).
+    """
+    lk, lv = locality(key), locality(value)
+    if lk is None or lv is None:
+        return 1
+    p, q = max(lk[0], lv[0]), max(lk[1], lv[1])
+    k = len(alphabet)
+    longest = p + q + max_spacing + 1
+    if sum(k**L for L in range(1, longest + 1)) > max_words:
+        return 1
+    best = max_spacing + 1
+    for L in range(2, longest + 1):
+        for w in itertools.product(alphabet, repeat=L):
+            tk, tv = truth(key, w), truth(value, w)
+            ones = [i for i, b in enumerate(tk) if b]
+            for x, a in enumerate(ones):
+                for b in ones[x + 1:]:
+                    if b - a >= best:
+                        break
+                    if tv[a] != tv[b]:
+                        best = b - a
+                        if best == 1:
+                            return 1
+    return best

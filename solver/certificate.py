@@ -249,6 +249,7 @@ def _empirical(c: Construction, tg: Target, key: str, n_max: int, all_n: bool, t
     n_emp = min(n_max, EMPIRICAL_N_CAP) if not all_n else EMPIRICAL_N_CAP
     x_emp, runs = empirical_inv_tau(c.model, tg.nb.node, key, n_emp, c.eta,
                                     patterns=key_patterns(b), spacing=b.spacing, quantity=b.quantity, first=b.first,
+                                    value_label=c.graph.nodes[tg.nb.node].get("value"), value_spacing=b.value_spacing,
                                     direction=c.graph.nodes[tg.nb.node].get("direction", "past"),
                                     start=float(required_inv_tau(b.leak, n_value=n_emp, eta_value=c.eta,
                                                                  beta_value=c.beta)) or 1.0)

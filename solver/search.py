@@ -89,7 +89,8 @@ def find_inv_tau(make_claim: Callable[[Fraction], Claim], leak_at: Callable[[int
 def empirical_inv_tau(model, node: str, key_label: str, n: int, eta: Fraction, *, start: float,
                       rel_tol: float = 1e-9, max_runs: int = 60,
                       patterns: tuple[str, ...] = ("ones", "zeros"), spacing: int = 1,
-                      direction: str = "past", quantity: str = "leak", first: int = 1) -> tuple[float, int]:
+                      direction: str = "past", quantity: str = "leak", first: int = 1,
+                      value_label: str | None = None, value_spacing: int = 0) -> tuple[float, int]:
     """Smallest ``1/τ`` at which the actual head ``node`` of ``model``, run on its attaining key
     patterns at length ``n`` (:func:`softhard.constructions.adversarial.key_pattern_leak`), leaks
     at most η (numeric, not a proof).
@@ -100,12 +101,14 @@ def empirical_inv_tau(model, node: str, key_label: str, n: int, eta: Fraction, *
     ``start``: initial guess (e.g. the tight numeric requirement); ``patterns``: the key patterns
     the head can see (``("ones",)`` for a key ≡ 1); ``spacing``/``direction``: as in
     :func:`~softhard.constructions.adversarial.key_pattern_leak`; ``quantity``: ``"leak"`` or
-    ``"output"`` (the head's output error, for output-error bounds, THEORY §4b).  Returns ``(1/τ, runs)``.
+    ``"output"`` (the head's output error, for output-error bounds, THEORY §4b); ``value_label``,
+    ``value_spacing``: for the ``split`` pattern (THEORY §4c).  Returns ``(1/τ, runs)``.
     """
     le = math.log(float(eta))
     runs = 1
     # the binding pattern at the starting point (b ≡ 1 for case A, b ≡ 0 for case B)
-    kw = {"spacing": spacing, "direction": direction, "quantity": quantity, "first": first}
+    kw = {"spacing": spacing, "direction": direction, "quantity": quantity, "first": first,
+          "value_label": value_label, "value_spacing": value_spacing}
     pattern = (key_pattern_leak(model, node, key_label, n, start, patterns=patterns, **kw).pattern,)
 
     def g(x):

@@ -211,7 +211,9 @@ def test_cli_certify_verify_round_trip(tmp_path, capsys):
     # refuses to overwrite
     assert main(["certify", str(EXAMPLES / "aba.ltl"), "--n-max", "50", "--tau", "1/10", "-o", str(out)]) == 2
     # a too-warm temperature: refuted, exit 1, counterexample reported
-    rc = main(["certify", "Y a", "--n-max", "1000", "--tau", "1/100", "--no-numeric", "--json"])
+    # (alphabet ab: over the formula's own alphabet {a} the value a of Y a is 1 at every position, and
+    # the node is judged on its output with value spacing > 4, THEORY §4c: refuted only at n = 59)
+    rc = main(["certify", "Y a", "--alphabet", "ab", "--n-max", "1000", "--tau", "1/100", "--no-numeric", "--json"])
     cert = json.loads(capsys.readouterr().out)
     assert rc == 1 and cert["status"] == "refuted"
     assert cert["claims"][0]["counterexample"] == 19  # 1/τ = 100 suffices up to n = 18 (checked below)
@@ -254,7 +256,7 @@ def test_find_tau_beyond_float64_lengths(formula, alphabet, n_max):
     1/tau ~ 10^18 (JSON has no infinity).  No float64 run represents the construction beyond
     its separable length, so the margin there is 1e-9 and the allowance is reported as null.
     Independent value: for large n the binding b ≡ 1 leak is r = exp(-beta/(n tau)) (the geometric
-    sum r/(1-r) over 1 + itself), so 1/tau* = n ln(1/eta)/beta = 4 ln 4 · n."""
+    sum r/(1-r) over 1 + itself), so 1/tau* = n ln(1/eta)/beta = 4 ln 4 · n (a S b: see below)."""
     spec = load_spec(str(EXAMPLES / "tomita4.ltl")) if alphabet is None else load_spec(formula, alphabet=alphabet)
     c = build(spec, "T")
     cert = certify(c, n_max=n_max, find_tau=True, numeric_opts=FAST)
@@ -263,8 +265,15 @@ def test_find_tau_beyond_float64_lengths(formula, alphabet, n_max):
     # tomita4's H node is average-hard (THEORY §4b): 1/tau* = -2 ln x*, x* = 2k/(1 + sqrt(1 + 4(n-2)k)), k = 1/3
     k = mpmath.mpf(1) / 3
     want_avg = float(-2 * mpmath.log(2 * k / (1 + mpmath.sqrt(1 + 4 * (n_max - 2) * k))))
+    # a S b over {a, b}: key b | !a is b, value b: key = 1 positions never carry different values, so the
+    # node is judged on its output with value spacing 5 (the enumeration's cap; THEORY §4c): r^5/(1-r) = 1/3,
+    # r = exp(-beta/(n tau)) for large n, i.e. 1/tau* = 4 ln(1/x) n with 3x^5 + x - 1 = 0
+    x5 = mpmath.findroot(lambda x: 3 * x**5 + x - 1, 0.6)
+    want_vs = float(4 * mpmath.log(1 / x5)) * n_max
     for p in cert["search"]["per_bound"]:
-        w = want if p["kind"] == "selection" else want_avg
+        vs = c.bounds[p["node"]].bound.value_spacing
+        assert vs == (5 if formula == "a S b" else 0)
+        w = want_avg if p["kind"] != "selection" else want_vs if vs else want
         assert 1 <= float(Fraction(p["inv_tau_certified"])) / w < 1 + 1e-8
     f64 = cert["precision"]["float64_at_n_max"]
     assert f64["rounding_allowance_rel"] is None and f64["within_eta"] is False
