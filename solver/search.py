@@ -191,7 +191,7 @@ def find_schedule_constant(make_claim: Callable[[Fraction], Claim], leak_s: sp.E
             return SearchResult(inv_tau=x, tight=need, result=res, rounds=k)
         if res.status == "refuted" and res.counterexample is not None:
             need2 = required_inv_tau(leak_s, n_value=res.counterexample, eta_value=tolerance, beta_value=beta)
-            if need2 >= x:
+            if need2 >= mpmath.mpf(x.numerator) / x.denominator:  # mpf does not compare with Fraction
                 x = Fraction(math.floor(need2 * SCHEDULE_GRID) + 1, SCHEDULE_GRID)
                 continue
         x += Fraction(1, SCHEDULE_GRID)
