@@ -215,3 +215,18 @@ def test_polynomial_enclosure_lemma_e():
     r2 = check_claim(Claim(bad, ETA, 2, None, poly_exp=True), second_check=False)
     assert r2.status == "refuted" and r2.counterexample == 3
     assert mpmath.exp(-mpmath.mpf(3) / 100) > mpmath.mpf(1) / 4
+
+
+def test_comparator_head_under_lin_refuted_then_raised(tmp_path, capsys):
+    """Regression (merge of the output-judged head comparator): the search's first grid value is
+    refuted at some n and the requirement there (an mpmath number) was compared with the Fraction
+    grid value — TypeError, exit 3.  Now the search raises S and proves it; verify replays it."""
+    out = tmp_path / "m.json"
+    majority = Path(__file__).resolve().parents[2] / "examples" / "majority.ltl"
+    assert main(["certify", str(majority), "--schedule", "lin", "--n-max", "1000", "--no-numeric", "--json",
+                 "-o", str(out)]) == 0
+    cert = json.loads(out.read_text())
+    s = Fraction(cert["construction"]["inv_tau"])
+    assert cert["status"] == "proved" and (s * 8).denominator == 1 and cert["search"]["per_bound"][0]["rounds"] >= 2
+    capsys.readouterr()
+    assert main(["verify", str(out)]) == 0
