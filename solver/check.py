@@ -22,7 +22,9 @@ from __future__ import annotations
 import contextvars
 import math
 import multiprocessing as mp
+import os
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -103,14 +105,18 @@ def _query_text(claim: Claim, lo: int, hi: int | None, prec: int) -> str:
 
 # ------------------------------------------------------------------------------------------
 # Z3 in a child process with a hard kill
+#
+# One solver child per process (per thread), forked on the first query and reused by the next ones (each query
+# in a fresh Z3 context): forking a child per query cost 25-55 ms of CPU (copying the page tables
+# of a process that has NumPy, SymPy, maybe torch loaded; tearing the child down), Z3 itself ~1 ms
+# on most box queries (ISSUE 16).  The hard kill is unchanged: a query without an answer after its
+# time limit + 1 s kills the child (the next query forks a new one); so does Ctrl-C.
 
 
-def _child(conn, smtlib: str, timeout_ms: int):  # pragma: no cover - runs in the child
-    # Ctrl-C reaches the whole process group: the parent handles it and kills this child, which
-    # must not print a KeyboardInterrupt traceback (or tear down its Z3 context) of its own
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _solve(smtlib: str, timeout_ms: int) -> dict:  # pragma: no cover - runs in the child
     try:
-        s = z3.Solver()
+        ctx = z3.Context()
+        s = z3.Solver(ctx=ctx)
         s.set("timeout", timeout_ms)
         s.from_string(smtlib)
         r = s.check()
@@ -123,44 +129,86 @@ def _child(conn, smtlib: str, timeout_ms: int):  # pragma: no cover - runs in th
                     out["n"] = v.as_decimal(30) if z3.is_algebraic_value(v) else str(v.as_fraction())
         elif r == z3.unknown:
             out["reason"] = s.reason_unknown()
-        conn.send(out)
+        return out
     except Exception as e:  # report, never hang
-        conn.send({"answer": "unknown", "reason": f"z3 error: {e}"})
+        return {"answer": "unknown", "reason": f"z3 error: {e}"}
+
+
+def _serve(conn):  # pragma: no cover - runs in the child
+    # Ctrl-C reaches the whole process group: the parent handles it and kills this child, which
+    # must not print a KeyboardInterrupt traceback (or tear down its Z3 context) of its own
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        while True:
+            try:
+                smtlib, timeout_ms = conn.recv()
+            except (EOFError, OSError):  # the parent closed the pipe or exited
+                return
+            conn.send(_solve(smtlib, timeout_ms))
     finally:
         conn.close()
 
 
-def run_z3(smtlib: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[str, str, str | None, float]:
-    """Run one SMT-LIB2 query in a forked child; kill it after ``timeout_s`` + 1 s.
+class _Server(threading.local):
+    """The solver child of this thread (a Dask worker runs jobs in threads: one pipe each):
+    ``pid`` of the process that forked it, ``proc``, ``conn``; empty before the first query."""
 
-    Returns ``(answer, reason, model_n, seconds)``; a kill is ``("unknown", "timeout", ...)``.
-    """
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
+    def __init__(self):
+        self.d: dict = {}
+
+
+_local = _Server()
+
+
+def _stop_server() -> None:
+    """Kill this process's solver child (after a time limit, an interrupt or a broken pipe)."""
+    server = _local.d
+    proc, conn = server.pop("proc", None), server.pop("conn", None)
+    server.clear()
+    if conn is not None:
+        conn.close()
+    if proc is not None:
+        proc.kill()
+        proc.join(1)
+
+
+def _connection():
+    """The pipe to this process's solver child, forking it first if there is none (a child
+    inherited through a fork belongs to the parent: this process forks its own)."""
+    server = _local.d
+    if server.get("pid") != os.getpid():
+        server.clear()  # inherited: the parent's child, not ours to kill or to talk to
+        ctx = mp.get_context("fork")
+        parent, child = ctx.Pipe(duplex=True)
+        p = ctx.Process(target=_serve, args=(child,), daemon=True)
+        p.start()
+        child.close()
+        server.update(pid=os.getpid(), proc=p, conn=parent)
+    return server["conn"]
+
+
+def run_z3(smtlib: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[str, str, str | None, float]:
+    """Run one SMT-LIB2 query in this process's solver child (forked on first use, each query in a
+    fresh Z3 context); kill the child after ``timeout_s`` + 1 s without an answer.
+
+    Returns ``(answer, reason, model_n, seconds)``; a kill (or a child that died) is
+    ``("unknown", "timeout (hard wall-clock kill)", None, seconds)``.  Source: SOLVER-NOTES.md
+    (Z3 timeouts are soft: a hard wall-clock kill)."""
     t0 = time.perf_counter()
-    p = ctx.Process(target=_child, args=(child, smtlib, max(1, int(timeout_s * 1000))), daemon=True)
-    p.start()
-    child.close()
     got = None
     try:
-        if parent.poll(timeout_s + 1.0):
-            try:
-                got = parent.recv()
-            except EOFError:
-                got = None
+        conn = _connection()
+        conn.send((smtlib, max(1, int(timeout_s * 1000))))
+        if conn.poll(timeout_s + 1.0):
+            got = conn.recv()
+    except (EOFError, OSError):  # the child died (or its pipe broke): no answer
+        got = None
     except BaseException:  # KeyboardInterrupt while waiting: no orphaned solver
-        p.kill()
-        p.join(1)
+        _stop_server()
         raise
-    finally:
-        parent.close()
     if got is None:
-        p.kill()
-        p.join(1)
+        _stop_server()
         return "unknown", "timeout (hard wall-clock kill)", None, time.perf_counter() - t0
-    p.join(1)
-    if p.is_alive():
-        p.kill()
     return got["answer"], got.get("reason", ""), got.get("n"), time.perf_counter() - t0
 
 
