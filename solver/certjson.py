@@ -139,13 +139,33 @@ def compute_hashes(cert: dict) -> dict:
     """``{"algorithm", "scheme", "sections": {path: hex}, "all": hex}`` for ``cert`` (module docstring)."""
     body = {k: v for k, v in cert.items() if k != "hashes"}
     sections = {}
+    texts = {}  # each section's canonical text, encoded once: the whole body's is assembled from them
     for k, v in body.items():
-        sections[k] = hashlib.sha256(canonical(v)).hexdigest()
         if isinstance(v, list):
-            for i, x in enumerate(v):
-                sections[f"{k}[{i}]"] = hashlib.sha256(canonical(x)).hexdigest()
+            items = [canonical(x) for x in v]
+            for i, t in enumerate(items):
+                sections[f"{k}[{i}]"] = hashlib.sha256(t).hexdigest()
+            text = b"[" + b",".join(items) + b"]"
+        else:
+            text = canonical(v)
+        texts[k] = text
+        sections[k] = hashlib.sha256(text).hexdigest()
+    # = canonical(body): sorted keys, "key":value joined by "," (tests/solver/test_replay.py)
+    whole = b"{" + b",".join(canonical(k) + b":" + texts[k] for k in sorted(texts)) + b"}"
+    sections = {k: sections[k] for k in _section_order(body)}
     return {"algorithm": "sha256", "scheme": HASH_SCHEME, "sections": sections,
-            "all": hashlib.sha256(canonical(body)).hexdigest()}
+            "all": hashlib.sha256(whole).hexdigest()}
+
+
+def _section_order(body: dict) -> list[str]:
+    """The section names in the order :func:`compute_hashes` lists them (each top-level key, each
+    top-level list's items right after it)."""
+    out = []
+    for k, v in body.items():
+        out.append(k)
+        if isinstance(v, list):
+            out.extend(f"{k}[{i}]" for i in range(len(v)))
+    return out
 
 
 def hash_problems(cert: dict) -> list[tuple[str, str]]:

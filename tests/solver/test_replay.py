@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from softhard.constructions.errors import CertificateError
 from softhard.constructions.parse import load_spec
 from softhard.solver.certificate import certify
-from softhard.solver.certjson import (MAX_DEPTH, _same_scalar, _short, compute_hashes, diff, fmt_path,
+from softhard.solver.certjson import (MAX_DEPTH, _same_scalar, _short, canonical, compute_hashes, diff, fmt_path,
                                       load_certificate, loads, matches)
 from softhard.solver.cli import main
 from softhard.solver.kinds import verify_certificate
@@ -174,6 +174,24 @@ def test_diff_equals_the_plain_recursive_comparison(data):
     assert diff(a, b, ignore, path) == _reference_diff(a, b, ignore, path)
     assert diff(a, a, ignore, path) == [] and diff(b, b) == []
 
+
+
+@given(st.dictionaries(st.sampled_from(["claims", "b", "A", "é", "z[0]"]), _JSON, max_size=5))
+@settings(max_examples=200, deadline=None)
+def test_hashes_equal_the_section_by_section_definition(body):
+    """compute_hashes assembles the whole body's canonical text from its sections' texts: the same
+    hashes, in the same order, as hashing every section and the whole body separately."""
+    import hashlib
+
+    def h(x):
+        return hashlib.sha256(canonical(x)).hexdigest()
+    want = {}
+    for k, v in body.items():
+        want[k] = h(v)
+        if isinstance(v, list):
+            want.update({f"{k}[{i}]": h(x) for i, x in enumerate(v)})
+    got = compute_hashes({**body, "hashes": {"stale": 1}})
+    assert got["all"] == h(body) and list(got["sections"].items()) == list(want.items())
 
 def test_diff_tells_true_from_one_in_equal_looking_containers():
     assert [True, {"a": False}] == [1, {"a": 0}]  # Python's == alone would skip them
