@@ -30,7 +30,8 @@ import sys
 
 import numpy as np
 
-#: smallest group (number of members) for which the kernel is used.  Importing numba and loading
+#: smallest group (number of members, and word length: structured_attention passes
+#: ``min(members, n + 1)``, a group pools the members of a batch's words) for which the kernel is used.  Importing numba and loading
 #: the cached kernel costs ~0.5 s CPU once per process, the kernel saves ~15 ns per member per
 #: call: only runs at n ≳ 2.6·10^5 (``softhard confirm`` at large n, confirm_1e6.py) use it, never
 #: a certify's numeric confirmation (capped at n = 10^5)

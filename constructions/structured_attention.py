@@ -438,7 +438,10 @@ def _group_tails(li: np.ndarray, vm: list, dif: np.ndarray | None, brk: np.ndarr
         exp_flush(t, out=alpha[1:])
         if brk is not None:
             alpha[1:][brk] = 0.0
-    if scan_available(m):  # one compiled pass (constructions/scan_kernel.py); same roundings, fewer
+    # the kernel for long words only: a group pools the members of a batch's words, and a certify's
+    # batches of short words (n <= 10^5) would otherwise load numba (~0.65 s) for scans it saves
+    # far less on (ISSUE 16: measured with python -X importtime)
+    if scan_available(min(m, li.shape[1])):  # one compiled pass (scan_kernel.py); same roundings, fewer
         zs = group_scan(alpha, vm)
     else:
         betas = [alpha]

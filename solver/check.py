@@ -19,16 +19,20 @@ n is treated as a real in each box (a stronger claim); counterexamples are integ
 
 from __future__ import annotations
 
+import atexit
 import contextvars
+import json
 import math
-import multiprocessing as mp
-import signal
+import os
+import select
+import subprocess
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 import sympy as sp
-import z3
 
 from ..bounds.cache import text_of
 from ..constructions.errors import SolverError
@@ -105,14 +109,26 @@ def _query_text(claim: Claim, lo: int, hi: int | None, prec: int) -> str:
 
 # ------------------------------------------------------------------------------------------
 # Z3 in a child process with a hard kill
+#
+# One solver child per process (per thread), started on the first query and reused by the next
+# ones (each query in a fresh Z3 context).  It is a new interpreter that imports Z3 only (~0.1 s CPU
+# once), not a fork: a fork per query cost 25-55 ms of CPU (copying the page tables of a process
+# that has NumPy, SymPy, maybe torch loaded), and a long-lived fork makes the parent copy every page
+# it writes while the child lives (measured: +0.1-0.4 s CPU per certify).  Z3 itself takes ~1 ms
+# on most box queries (ISSUE 16).  The hard kill is unchanged: a query without an answer after its
+# time limit + 1 s kills the child (the next query starts a new one); so does Ctrl-C.
 
+#: the solver child's program: one JSON request ``[smtlib, timeout_ms]`` per line on stdin, one JSON
+#: answer per line on stdout.  Ctrl-C reaches the whole process group: the parent handles it and
+#: kills the child, which ignores SIGINT (and whose stderr is discarded: no traceback of its own).
+_CHILD = r"""
+import json, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+import z3
 
-def _child(conn, smtlib: str, timeout_ms: int):  # pragma: no cover - runs in the child
-    # Ctrl-C reaches the whole process group: the parent handles it and kills this child, which
-    # must not print a KeyboardInterrupt traceback (or tear down its Z3 context) of its own
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def solve(smtlib, timeout_ms):
     try:
-        s = z3.Solver()
+        s = z3.Solver(ctx=z3.Context())
         s.set("timeout", timeout_ms)
         s.from_string(smtlib)
         r = s.check()
@@ -125,44 +141,97 @@ def _child(conn, smtlib: str, timeout_ms: int):  # pragma: no cover - runs in th
                     out["n"] = v.as_decimal(30) if z3.is_algebraic_value(v) else str(v.as_fraction())
         elif r == z3.unknown:
             out["reason"] = s.reason_unknown()
-        conn.send(out)
+        return out
     except Exception as e:  # report, never hang
-        conn.send({"answer": "unknown", "reason": f"z3 error: {e}"})
-    finally:
-        conn.close()
+        return {"answer": "unknown", "reason": f"z3 error: {e}"}
+
+for line in sys.stdin.buffer:
+    smtlib, timeout_ms = json.loads(line)
+    sys.stdout.buffer.write(json.dumps(solve(smtlib, timeout_ms)).encode() + b"\n")
+    sys.stdout.buffer.flush()
+"""
+
+
+class _Server(threading.local):
+    """The solver child of this thread (a Dask worker runs jobs in threads: one pipe each):
+    ``pid`` of the process that started it, ``proc`` (a :class:`subprocess.Popen`); empty before
+    the first query."""
+
+    def __init__(self):
+        self.d: dict = {}
+
+
+_local = _Server()
+_started: list = []  # (owner pid, Popen) of every child started here: stopped at exit
+
+
+def _stop(proc) -> None:
+    for f in (proc.stdin, proc.stdout):
+        try:
+            f.close()
+        except OSError:
+            pass
+    proc.kill()
+    try:
+        proc.wait(1)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _stop_server() -> None:
+    """Kill this thread's solver child (after a time limit, an interrupt or a broken pipe)."""
+    proc = _local.d.pop("proc", None)
+    _local.d.clear()
+    if proc is not None:
+        _stop(proc)
+
+
+@atexit.register
+def _stop_all() -> None:
+    """At exit: every solver child this process started is stopped and reaped."""
+    for pid, proc in _started:
+        if pid == os.getpid() and proc.poll() is None:
+            _stop(proc)
+
+
+def _child():
+    """This thread's solver child, started first if there is none (a child inherited through a fork
+    belongs to the parent: this process starts its own)."""
+    server = _local.d
+    if server.get("pid") != os.getpid():
+        server.clear()  # inherited: the parent's child, not ours to kill or to talk to
+        proc = subprocess.Popen([sys.executable, "-I", "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL)
+        _started.append((os.getpid(), proc))
+        server.update(pid=os.getpid(), proc=proc)
+    return server["proc"]
 
 
 def run_z3(smtlib: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[str, str, str | None, float]:
-    """Run one SMT-LIB2 query in a forked child; kill it after ``timeout_s`` + 1 s.
+    """Run one SMT-LIB2 query in this thread's solver child (started on first use, each query in a
+    fresh Z3 context); kill the child after ``timeout_s`` + 1 s without an answer.
 
-    Returns ``(answer, reason, model_n, seconds)``; a kill is ``("unknown", "timeout", ...)``.
-    """
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
+    Returns ``(answer, reason, model_n, seconds)``; a kill (or a child that died) is
+    ``("unknown", "timeout (hard wall-clock kill)", None, seconds)``.  Source: SOLVER-NOTES.md
+    (Z3 timeouts are soft: a hard wall-clock kill)."""
     t0 = time.perf_counter()
-    p = ctx.Process(target=_child, args=(child, smtlib, max(1, int(timeout_s * 1000))), daemon=True)
-    p.start()
-    child.close()
     got = None
     try:
-        if parent.poll(timeout_s + 1.0):
-            try:
-                got = parent.recv()
-            except EOFError:
-                got = None
+        proc = _child()
+        proc.stdin.write(json.dumps([smtlib, max(1, int(timeout_s * 1000))]).encode() + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], timeout_s + 1.0)
+        if ready:
+            line = proc.stdout.readline()
+            got = json.loads(line) if line else None
+    except (OSError, ValueError):  # the child died (broken pipe, no or a garbled answer)
+        got = None
     except BaseException:  # KeyboardInterrupt while waiting: no orphaned solver
-        p.kill()
-        p.join(1)
+        _stop_server()
         raise
-    finally:
-        parent.close()
     if got is None:
-        p.kill()
-        p.join(1)
+        _stop_server()
         return "unknown", "timeout (hard wall-clock kill)", None, time.perf_counter() - t0
-    p.join(1)
-    if p.is_alive():
-        p.kill()
     return got["answer"], got.get("reason", ""), got.get("n"), time.perf_counter() - t0
 
 

@@ -62,17 +62,28 @@ def _validator() -> "jsonschema.Draft202012Validator":  # noqa: F821 - imported 
     return jsonschema.Draft202012Validator(schema())
 
 
+@lru_cache(maxsize=1)
+def _parsed_schema() -> dict:
+    """The schema parsed once, for the read-only look-ups below (callers of :func:`schema` get
+    their own copy)."""
+    return schema()
+
+
+@lru_cache(maxsize=None)
 def measured_fields(kind: str) -> tuple[str, ...]:
     """The JSON-path patterns of ``kind``'s measured fields (the schema's ``x-measured``)."""
-    return tuple(schema()["x-measured"]["common"] + schema()["x-measured"].get(kind, []))
+    x = _parsed_schema()["x-measured"]
+    return tuple(x["common"] + x.get(kind, []))
 
 
+@lru_cache(maxsize=None)
 def annotation_fields(kind: str) -> tuple[str, ...]:
     """The JSON-path patterns of ``kind``'s annotations (the schema's ``x-annotations``): provenance
     text that no claim depends on (the input file's name, its description), copied, not checked."""
-    return tuple(schema()["x-annotations"].get(kind, []))
+    return tuple(_parsed_schema()["x-annotations"].get(kind, []))
 
 
+@lru_cache(maxsize=None)
 def unchecked_fields(kind: str) -> tuple[str, ...]:
     """Everything a replay does not compare: measured fields and annotations."""
     return measured_fields(kind) + annotation_fields(kind)

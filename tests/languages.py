@@ -96,13 +96,13 @@ LANGUAGES: dict[str, Language] = {
     "aba": Language(
         r"[ab]*aba[ab]*", "ab",
         member=lambda rng, L: (lambda u, k: u[:k] + "aba" + u[k:])(
-            "".join(rng.choice("ab") for _ in range(max(0, L - 3))), rng.randint(0, max(0, L - 3))),
+            "".join(rng.choices("ab", k=max(0, L - 3))), rng.randint(0, max(0, L - 3))),
         near_miss=_no_aba,
     ),
     "a_then_b": Language(
         r"([ab]*b)?", "ab",
-        member=lambda rng, L: "".join(rng.choice("ab") for _ in range(L - 1)) + "b",
-        near_miss=lambda rng, L: "".join(rng.choice("ab") for _ in range(L - 1)) + "a",
+        member=lambda rng, L: "".join(rng.choices("ab", k=L - 1)) + "b",
+        near_miss=lambda rng, L: "".join(rng.choices("ab", k=L - 1)) + "a",
     ),
     "dyck1_depth2": Language(
         r"(\((\(\))*\))*", "()",
@@ -135,7 +135,7 @@ def random_words(lang: Language, seed: int) -> list[str]:
         L = rng.randint(1, MAX_LEN)
         kind = i % 4
         if kind == 0:
-            w = "".join(rng.choice(lang.alphabet) for _ in range(L))
+            w = "".join(rng.choices(lang.alphabet, k=L))  # uniform; choices draws ~5x faster than choice
         elif kind == 1:
             w = lang.member(rng, L)
         elif kind == 2:

@@ -39,7 +39,7 @@ def formulas(tmp_path):
     return d
 
 
-def test_grid_batch_certify_then_verify(formulas, tmp_path, capsys):
+def test_grid_batch_certify_then_verify(formulas, tmp_path, capsys, monkeypatch):
     """2 files x regime U x eta {1/4, 1/8}: four jobs, each a certificate whose 1/tau is the
     regime-U closed form ln(1/eta) (THEORY §4, computed here with math.log), written under a
     stable name; the batch certificate equals the single-input command's; verify of the directory
@@ -76,7 +76,9 @@ def test_grid_batch_certify_then_verify(formulas, tmp_path, capsys):
                  "--find-tau", "--no-numeric", "-o", str(out2) + "/"]) == 0
     assert [p.name for p in out2.iterdir()] == [Path(rows[3]["certificate"]).name]
     capsys.readouterr()
-    # verify: the directory, one process, a summary table; exit 0
+    # verify: the directory, one process, a summary table; exit 0 (a terminal wide enough for the
+    # table's paths: under pytest-xdist tmp_path is longer and rich would wrap the names)
+    monkeypatch.setenv("COLUMNS", "400")
     assert main(["verify", str(out)]) == 0
     text = capsys.readouterr().out
     assert text.count("valid") >= 4 and "INVALID" not in text and all(n in text for n in names)

@@ -8,11 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from softhard.constructions.errors import CertificateError
 from softhard.constructions.parse import load_spec
 from softhard.solver.certificate import certify
-from softhard.solver.certjson import MAX_DEPTH, compute_hashes, diff, load_certificate, loads, matches
+from softhard.solver.certjson import (MAX_DEPTH, _same_scalar, _short, canonical, compute_hashes, diff, fmt_path,
+                                      load_certificate, loads, matches)
 from softhard.solver.cli import main
 from softhard.solver.kinds import verify_certificate
 from softhard.solver.pipeline import build
@@ -108,6 +111,92 @@ def test_paths_and_diff():
     assert [p for p, _ in diff({"a": 1}, {"b": 1})] == ["a", "b"]
     assert diff([1, 2], [1]) == [("<root>", "has 2 item(s), the replay gives 1")]
 
+
+
+def _reference_diff(stored, fresh, ignore=(), path=()):
+    """The plain recursive comparison (every node visited, every pattern matched against the full
+    path): the definition :func:`diff`'s shortcuts must reproduce exactly."""
+    if any(matches(path, p) for p in ignore):
+        return []
+    where = fmt_path(path) or "<root>"
+    if isinstance(stored, dict) and isinstance(fresh, dict):
+        out = []
+        for k in stored:
+            if k not in fresh:
+                if not any(matches(path + (k,), p) for p in ignore):
+                    out.append((fmt_path(path + (k,)), "not part of the certificate the replay produces"))
+            else:
+                out.extend(_reference_diff(stored[k], fresh[k], ignore, path + (k,)))
+        for k in fresh:
+            if k not in stored and not any(matches(path + (k,), p) for p in ignore):
+                out.append((fmt_path(path + (k,)), "missing (the replay produces it)"))
+        return out
+    if isinstance(stored, list) and isinstance(fresh, list):
+        if len(stored) != len(fresh):
+            return [(where, f"has {len(stored)} item(s), the replay gives {len(fresh)}")]
+        return [d for i, (a, b) in enumerate(zip(stored, fresh)) for d in _reference_diff(a, b, ignore, path + (i,))]
+    if isinstance(stored, (dict, list)) or isinstance(fresh, (dict, list)) or not _same_scalar(stored, fresh):
+        return [(where, f"is {_short(stored)}, the replay gives {_short(fresh)}")]
+    return []
+
+
+_KEYS = st.sampled_from(["a", "b", "c"])
+_SCALARS = st.one_of(st.booleans(), st.integers(-2, 2), st.sampled_from([0.0, 1.0, 1.0 + 1e-12, 2.5]),
+                     st.sampled_from(["1/4", "x"]), st.none())
+_JSON = st.recursive(_SCALARS, lambda ch: st.one_of(st.lists(ch, max_size=3), st.dictionaries(_KEYS, ch, max_size=3)),
+                     max_leaves=12)
+_PATTERNS = st.lists(st.lists(st.sampled_from(["a", "b", "[0]", "[1]", "[*]", "*"]), max_size=3)
+                     .map(lambda ps: ".".join(ps).replace(".[", "[")), max_size=3)
+
+
+def _mutate(draw, x):
+    """``x`` with a few leaves changed (bool for int, int for float, keys added or dropped)."""
+    if isinstance(x, dict):
+        y = {k: _mutate(draw, v) for k, v in x.items() if draw(st.integers(0, 5))}
+        if draw(st.booleans()):
+            y[draw(_KEYS)] = draw(_SCALARS)
+        return y
+    if isinstance(x, list):
+        y = [_mutate(draw, v) for v in x]
+        return y if draw(st.integers(0, 5)) else y[:-1]
+    if type(x) in (bool, int) and x in (0, 1) and draw(st.booleans()):  # equal in Python, not in JSON
+        return int(x) if isinstance(x, bool) else bool(x)
+    return draw(_SCALARS) if not draw(st.integers(0, 3)) else x
+
+
+@given(st.data())
+@settings(max_examples=400, deadline=None)
+def test_diff_equals_the_plain_recursive_comparison(data):
+    a = data.draw(_JSON)
+    b = _mutate(data.draw, json.loads(json.dumps(a)))
+    ignore = tuple(data.draw(_PATTERNS))
+    path = tuple(data.draw(st.lists(st.sampled_from(["a", 0]), max_size=2)))
+    assert diff(a, b, ignore, path) == _reference_diff(a, b, ignore, path)
+    assert diff(a, a, ignore, path) == [] and diff(b, b) == []
+
+
+
+@given(st.dictionaries(st.sampled_from(["claims", "b", "A", "é", "z[0]"]), _JSON, max_size=5))
+@settings(max_examples=200, deadline=None)
+def test_hashes_equal_the_section_by_section_definition(body):
+    """compute_hashes assembles the whole body's canonical text from its sections' texts: the same
+    hashes, in the same order, as hashing every section and the whole body separately."""
+    import hashlib
+
+    def h(x):
+        return hashlib.sha256(canonical(x)).hexdigest()
+    want = {}
+    for k, v in body.items():
+        want[k] = h(v)
+        if isinstance(v, list):
+            want.update({f"{k}[{i}]": h(x) for i, x in enumerate(v)})
+    got = compute_hashes({**body, "hashes": {"stale": 1}})
+    assert got["all"] == h(body) and list(got["sections"].items()) == list(want.items())
+
+def test_diff_tells_true_from_one_in_equal_looking_containers():
+    assert [True, {"a": False}] == [1, {"a": 0}]  # Python's == alone would skip them
+    assert diff([True, {"a": False}], [1, {"a": 0}]) == [("[0]", "is true, the replay gives 1"),
+                                                          ("[1].a", "is false, the replay gives 0")]
 
 def test_a_spent_budget_is_reported_never_taken_as_agreement(cert):
     from softhard.solver.replay import clear_replay_cache

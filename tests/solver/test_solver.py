@@ -125,6 +125,39 @@ def test_hard_kill_of_a_runaway_solver():
     assert time.perf_counter() - t0 < 3.0
 
 
+
+def test_solver_child_is_reused_and_replaced_after_a_kill():
+    """One solver child serves consecutive queries (each in a fresh Z3 context: a query's
+    declarations do not leak into the next); a hard kill removes it and the next query starts a new
+    one; a forked process never talks to its parent's child."""
+    import multiprocessing as mp
+    import os
+    import signal
+
+    from softhard.solver import check as chk
+    sat_q = "(declare-const n Real)(assert (> n 3))(assert (< n (/ 7 2)))(assert (= (* 4 n) 13))"
+    assert run_z3(sat_q)[:3] == ("sat", "", "13/4")
+    first = chk._local.d["proc"]
+    # the same name declared with another sort in the next query: only a fresh context accepts it
+    assert run_z3("(declare-const n Int)(assert (> n 3))(assert (< n 4))")[0] == "unsat"
+    assert chk._local.d["proc"] is first and first.poll() is None
+    os.kill(first.pid, signal.SIGSTOP)  # a child that never answers (as a runaway Z3): killed
+    assert run_z3(sat_q, timeout_s=0.5)[:3] == ("unknown", "timeout (hard wall-clock kill)", None)
+    assert "proc" not in chk._local.d and first.poll() is not None
+    assert run_z3(sat_q)[:3] == ("sat", "", "13/4")
+    second = chk._local.d["proc"]
+    assert second.pid != first.pid
+
+    def in_fork(conn):
+        conn.send((run_z3(sat_q)[:3], chk._local.d["proc"].pid, chk._local.d["pid"] == os.getpid()))
+    parent, child = mp.get_context("fork").Pipe()
+    p = mp.get_context("fork").Process(target=in_fork, args=(child,))
+    p.start()
+    got = parent.recv()
+    p.join(10)
+    assert got[0] == ("sat", "", "13/4") and got[1] not in (second.pid, first.pid) and got[2]
+    assert second.poll() is None and run_z3(sat_q)[0] == "sat" and chk._local.d["proc"] is second
+
 _INTERRUPT_SCRIPT = """
 import signal
 import sys
