@@ -344,10 +344,11 @@ def test_every_edit_of_a_model_certificate_is_caught(ab12):
     print(f"tamper: {time.perf_counter() - t0:.1f} s")
 
 
-def test_uniform_tieless_in_gap_and_certificate(tmp_path, capsys):
+def test_uniform_tieless_in_gap_and_certificate(tmp_path, capsys, monkeypatch):
     """Issue 13 item 5: ``gap`` reports per head whether every row is uniform or has a unique
     maximum (human and --json); the certificate's premises carry it, the composed bound uses the
     tie-free atom for the tieless head with ties, verify replays it, and an edit of it is caught."""
+    monkeypatch.setenv("COLUMNS", "400")  # the human table's cells unwrapped (an xdist worker's console is 80 wide)
     p = tmp_path / "follow.json"
     p.write_text(json.dumps(follow_doc(False)))
     assert main(["gap", "--model", str(p), "--n-max", "6", "--json"]) == 0
