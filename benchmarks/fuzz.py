@@ -86,7 +86,9 @@ def main_(argv=None) -> int:
         commands[argv[0] if argv else "<none>"] += 1
         seconds[argv[0] if argv else "<none>"] += o.seconds
         if o.problem:
-            tracebacks += "traceback" in o.problem or o.problem.startswith("escaped")
+            # a printed traceback or an exception escaping main; an internal error (exit 3) is one line
+            # that only mentions "--debug ... prints the traceback" (counted in exits["3"])
+            tracebacks += o.problem.startswith(("a traceback was printed", "escaped main"))
             if len(failures) < 200:
                 failures.append({"argv": argv, "exit": o.code, "problem": o.problem[-2000:], "stderr": o.err[-1000:]})
         if o.seconds > args.report_slow:
