@@ -54,6 +54,15 @@ def locality(f: Formula) -> tuple[int, int] | None:
     return None
 
 
+def _words(alphabet: Sequence[str], longest: int, max_words: int):
+    """Every word over ``alphabet`` of length 2 … ``longest`` (shortest first), or None when the
+    words up to ``longest`` number more than ``max_words`` (the enumeration is refused)."""
+    k = len(alphabet)
+    if sum(k**L for L in range(1, longest + 1)) > max_words:
+        return None
+    return (w for L in range(2, longest + 1) for w in itertools.product(alphabet, repeat=L))
+
+
 def key_spacing(f: Formula, alphabet: Sequence[str], *, max_spacing: int = MAX_SPACING,
                 max_words: int = MAX_WORDS) -> int:
     """The least ``d ≥ 1`` such that ``f`` never holds at two positions less than ``d`` apart,
@@ -67,20 +76,17 @@ def key_spacing(f: Formula, alphabet: Sequence[str], *, max_spacing: int = MAX_S
     loc = locality(f)
     if loc is None:
         return 1
-    p, q = loc
-    k = len(alphabet)
-    longest = p + q + max_spacing + 1
-    if sum(k**L for L in range(1, longest + 1)) > max_words:
+    words = _words(alphabet, loc[0] + loc[1] + max_spacing + 1, max_words)
+    if words is None:
         return 1
     best = max_spacing + 1
-    for L in range(2, longest + 1):
-        for w in itertools.product(alphabet, repeat=L):
-            ones = [i for i, v in enumerate(truth(f, w)) if v]
-            for a, b in zip(ones, ones[1:]):
-                if b - a < best:
-                    best = b - a
-                    if best == 1:
-                        return 1
+    for w in words:
+        ones = [i for i, v in enumerate(truth(f, w)) if v]
+        for a, b in zip(ones, ones[1:]):
+            if b - a < best:
+                best = b - a
+                if best == 1:
+                    return 1
     return best
 
 
@@ -134,22 +140,19 @@ def value_spacing(key: Formula, value: Formula, alphabet: Sequence[str], *, max_
     lk, lv = locality(key), locality(value)
     if lk is None or lv is None:
         return 1
-    p, q = max(lk[0], lv[0]), max(lk[1], lv[1])
-    k = len(alphabet)
-    longest = p + q + max_spacing + 1
-    if sum(k**L for L in range(1, longest + 1)) > max_words:
+    words = _words(alphabet, max(lk[0], lv[0]) + max(lk[1], lv[1]) + max_spacing + 1, max_words)
+    if words is None:
         return 1
     best = max_spacing + 1
-    for L in range(2, longest + 1):
-        for w in itertools.product(alphabet, repeat=L):
-            tk, tv = truth(key, w), truth(value, w)
-            ones = [i for i, b in enumerate(tk) if b]
-            for x, a in enumerate(ones):
-                for b in ones[x + 1:]:
-                    if b - a >= best:
-                        break
-                    if tv[a] != tv[b]:
-                        best = b - a
-                        if best == 1:
-                            return 1
+    for w in words:
+        tk, tv = truth(key, w), truth(value, w)
+        ones = [i for i, b in enumerate(tk) if b]
+        for x, a in enumerate(ones):
+            for b in ones[x + 1:]:
+                if b - a >= best:
+                    break
+                if tv[a] != tv[b]:
+                    best = b - a
+                    if best == 1:
+                        return 1
     return best

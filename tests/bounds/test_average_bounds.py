@@ -12,7 +12,14 @@ import pytest
 from softhard.bounds import selection as S
 from softhard.bounds.derive import evaluate
 
-mpmath.mp.dps = 40
+
+
+@pytest.fixture(autouse=True)
+def _digits():
+    """40 digits in this module's tests only (a module-level ``mp.dps`` would set it for every module
+    collected after this one)."""
+    with mpmath.workdps(40):
+        yield
 
 
 def worst_output_error(n: int, inv_tau) -> mpmath.mpf:

@@ -18,7 +18,14 @@ from softhard.bounds.core import asymptotic_order
 from softhard.bounds.derive import evaluate, latex, required_inv_tau
 from softhard.constructions.errors import ParameterError, RepresentationError
 
-mpmath.mp.dps = 60
+
+
+@pytest.fixture(autouse=True)
+def _digits():
+    """60 digits in this module's tests only (a module-level ``mp.dps`` would set it for every module
+    collected after this one)."""
+    with mpmath.workdps(60):
+        yield
 TOL = mpmath.mpf(10) ** -40
 
 
