@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 from typing import Sequence
 
-from .ast import Atom, Binary, Const, Formula, Unary
+from .ast import FUTURE_OPS, PAST_OPS, Atom, Binary, Const, Formula, Unary, operators
 from .semantics import truth
 
 #: largest spacing looked for (the bound's gain is a factor d in 1/τ)
@@ -106,7 +106,7 @@ def key_first(f: Formula, alphabet: Sequence[str], direction: str = "past", *,
     """
     loc = locality(f)
     if loc is None:
-        return 1
+        return _first_by_prefixes(f, alphabet, direction, max_words)
     back, ahead = loc
     near = back if direction == "past" else ahead
     k = len(alphabet)
@@ -124,6 +124,31 @@ def key_first(f: Formula, alphabet: Sequence[str], direction: str = "past", *,
             if best == 1:
                 return 1
     return best
+
+
+def _first_by_prefixes(f: Formula, alphabet: Sequence[str], direction: str, max_words: int) -> int:
+    """:func:`key_first` of a non-local formula that looks one way only: a formula without future
+    operators (X F G U) has at position ``p`` the value it has at the last position of the prefix
+    ``w[1 … p]`` (``Y P H S`` and counts look at the prefix only); one without past operators or
+    counts has at position ``n + 1 − p`` the value it has at the first position of the suffix of
+    length ``p``.  So trying every word of length 1, 2, … in turn, the first length ``L`` at which
+    ``f`` holds at that end of some word is the answer; if the words run past ``max_words`` before
+    one is found, ``f`` holds at no position before ``L`` and ``L`` is returned (sound).  Any other
+    formula: 1, the general case.  Source: THEORY §4b (regime-U output bound; issue 13: keys like
+    ``0 & P 1`` of tomita7)."""
+    ops = operators(f)
+    one_sided = not ops & FUTURE_OPS if direction == "past" else not ops & PAST_OPS and "#" not in ops
+    if not one_sided:
+        return 1
+    k, words = len(alphabet), 0
+    for L in itertools.count(1):
+        words += k**L
+        if words > max_words:
+            return L
+        for w in itertools.product(alphabet, repeat=L):
+            t = truth(f, w)
+            if t[-1] if direction == "past" else t[0]:
+                return L
 
 
 def value_spacing(key: Formula, value: Formula, alphabet: Sequence[str], *, max_spacing: int = MAX_SPACING,

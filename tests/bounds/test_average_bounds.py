@@ -118,6 +118,6 @@ def test_key_first():
     from softhard.constructions.parse import parse_formula
     from softhard.constructions.spacing import key_first
     cases = {("a & Y(b & Y a)", "past"): 3, ("a & Y(b & Y a)", "future"): 1, ("Y Y a", "past"): 3,
-             ("a & X b", "future"): 2, ("P a", "past"): 1, ("a", "past"): 1}
+             ("a & X b", "future"): 2, ("P a", "past"): 2, ("a", "past"): 1}  # P is strict: "P a" first at 2 of "aa"
     for (f, d), want in cases.items():
         assert key_first(parse_formula(f), "ab", d) == want

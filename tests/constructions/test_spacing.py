@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from softhard.constructions.compile import compile_formula
-from softhard.constructions.parse import load_spec
-from softhard.constructions.spacing import MAX_SPACING, key_spacing, locality
+from softhard.constructions.ast import FUTURE_OPS, PAST_OPS, operators
+from softhard.constructions.parse import load_spec, parse_formula
+from softhard.constructions.semantics import truth
+from softhard.constructions.spacing import MAX_SPACING, key_first, key_spacing, locality
 
 
 def _oracle(pattern: str, alphabet: str, length: int = 12) -> int:
@@ -62,3 +64,22 @@ def test_compiler_records_the_spacing():
     g = compile_formula(load_spec(str(aba)).formula, ("a", "b"))
     sel = {v: a for v, a in g.nodes(data=True) if a["op"] == "select"}
     assert {a["operator"]: a["key_spacing"] for a in sel.values()} == {"Y": 1, "P": 2}
+
+
+@pytest.mark.parametrize("text, direction, alphabet, expected", [
+    ("0 & P 1", "past", "01", 2), ("P 1", "past", "01", 2), ("0 & P (1 & P 1)", "past", "01", 3),
+    ("a & F b", "future", "ab", 2), ("#a - #b >= 2", "past", "ab", 2), ("1 & H 1", "past", "01", 1),
+    ("P a & F b", "past", "ab", 2)])
+def test_key_first_of_one_sided_non_local_keys(text, direction, alphabet, expected):
+    """Issue 13 (tomita7 regime U): the first position where a non-local key can hold, for keys
+    that look one way (P H S and counts for a past selection; F G U for a future one), against the
+    reference semantics on every word up to length 7 (the position counted from the start, or from
+    the end for a future selection); ``expected`` by hand (``0 & P 1`` first holds at 2 of ``10``).
+    A key looking both ways keeps the general 1."""
+    f = parse_formula(text)
+    seen = min(((i + 1) if direction == "past" else (len(w) - i)
+                for L in range(1, 8) for w in itertools.product(alphabet, repeat=L)
+                for i, v in enumerate(truth(f, w)) if v), default=None)
+    got = key_first(f, list(alphabet), direction)
+    one_sided = not operators(f) & (FUTURE_OPS if direction == "past" else PAST_OPS)
+    assert seen == expected and got == (expected if one_sided else 1)
