@@ -45,7 +45,8 @@ from softhard.bounds.core import tau as tau_sym
 from softhard.bounds.params import Params
 from softhard.constructions.ast import operators
 from softhard.constructions.parse import load_spec
-from softhard.constructions.simulate import adversarial_words, all_words, edge_words, observe, random_words
+from softhard.constructions.simulate import (adversarial_words, all_words, edge_words, observe, random_words,
+                                             two_edge_words)
 from softhard.solver.certificate import certify
 from softhard.solver.pipeline import build_formula
 
@@ -71,6 +72,7 @@ def words_for(c, n_max: int, exhaustive_len: int, random_count: int, inv_taus) -
     for k in sorted({10, 100, n_max}):
         if k <= n_max:
             ws.extend(edge_words(alph, k, max_edge=3 if len(alph) <= 2 else 2))
+            ws.extend(two_edge_words(alph, k, max_edge=2 if len(alph) <= 2 else 1))
             for x in sorted(set(inv_taus)):
                 ws.extend(adversarial_words(c.model, k, x).values())
     return list(dict.fromkeys(tuple(w) for w in ws))

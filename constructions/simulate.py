@@ -353,3 +353,20 @@ def edge_words(alphabet: Sequence[str], n: int, max_edge: int = 3, max_period: i
                     out[tuple(u) + tail] = None
                     out[tail + tuple(u)] = None
     return list(out)
+
+
+def two_edge_words(alphabet: Sequence[str], n: int, max_edge: int = 2) -> list[tuple[str, ...]]:
+    """Words ``u·c^k·u'`` of length ``n`` with ``|u|, |u'| ≤ max_edge`` and ``c`` one symbol: keys
+    that hold near both ends at once (a nested average-hard selection, e.g. tomita7's
+    ``P (0 & P (1 & …))`` on ``1 0 1^{n−4} 0 1``, attains its output bound only with an inner key
+    near the start and the outer query near the end).  ``|alphabet|^{2·max_edge+1}``-ish words."""
+    out: dict[tuple[str, ...], None] = {}
+    for e1 in range(1, max_edge + 1):
+        for e2 in range(1, max_edge + 1):
+            if e1 + e2 >= n:
+                continue
+            for u in itertools.product(alphabet, repeat=e1):
+                for u2 in itertools.product(alphabet, repeat=e2):
+                    for c in alphabet:
+                        out[tuple(u) + (c,) * (n - e1 - e2) + tuple(u2)] = None
+    return list(out)

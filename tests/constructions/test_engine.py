@@ -6,6 +6,7 @@ the score structure does not hold, and the observation runs do not depend on bat
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 
 import mpmath
@@ -17,7 +18,7 @@ from softhard.constructions.engine import HeadTrace, forward, forward_pair, run_
 from softhard.constructions.errors import ParameterError
 from softhard.constructions.parse import parse_formula
 from softhard.constructions.residual import embed_cols
-from softhard.constructions.simulate import leak_rounding_allowance, observe, random_words
+from softhard.constructions.simulate import leak_rounding_allowance, observe, random_words, two_edge_words
 from softhard.constructions.softmax import exp_flush
 from softhard.constructions.structured_attention import affine_scan
 from softhard.constructions.transformer import MASKS, RULES, Block, Head, Transformer, mask_matrix
@@ -531,3 +532,13 @@ def test_cleanup_ramp_at_eta_next_to_one_half(formula, comparator):
     for bad in (Fraction(1, 2) - Fraction(1, 10 ** 23), Fraction(1, 2) - Fraction(1, 2 ** 54)):
         with pytest.raises(ParameterError, match=r"^eta .*1/2 - eta .* below 2\^-53"):
             build_transformer(g, "T", eta=bad)
+
+
+@pytest.mark.parametrize("n", [5, 10, 13])
+def test_two_edge_words_are_the_words_constant_between_their_ends(n):
+    """``two_edge_words(ab, n, 2)``: exactly the words whose positions 3 … n−2 hold one symbol
+    (ends of length ≤ 2 on both sides), enumerated here over all 2^n words; tomita7's attaining
+    ``1 0 1^{n−4} 0 1`` among them."""
+    want = {w for w in itertools.product("01", repeat=n) if len(set(w[2:n - 2])) <= 1}
+    got = two_edge_words(["0", "1"], n, max_edge=2)
+    assert len(got) == len(set(got)) and set(got) == want and ("1", "0") + ("1",) * (n - 4) + ("0", "1") in want
