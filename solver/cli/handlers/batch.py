@@ -274,12 +274,8 @@ def run_certify_batch(args: argparse.Namespace, jobs: list[Job],
         if path is not None and r["cert"] is not None and not r["resumed"]:
             write_certificate(r["cert"], path, force=bool(args.force or args.resume))
         row = _certify_row(j, r, path)
-        if args.json:
-            print(json.dumps(row), flush=True)
-        else:
-            stderr_console().print(one_line(f"[{len(rows) + 1}/{len(jobs)}] {j.label} {_params_text(j.grid)}: "
-                                            f"{row['status']} ({r['seconds']:.2f} s)"),
-                                   highlight=False, markup=False, soft_wrap=True)
+        _report(args, row, f"[{len(rows) + 1}/{len(jobs)}] {j.label} {_params_text(j.grid)}: {row['status']} "
+                           f"({r['seconds']:.2f} s)")
         return row
 
     for j in jobs:
@@ -341,6 +337,15 @@ def _print_certify_table(rows: list[dict]) -> None:
     stdout_console().print(t)
 
 
+def _report(args: argparse.Namespace, row: dict, line: str) -> None:
+    """A finished job: its row as one JSON line on stdout (``--json``), else ``line`` on stderr,
+    one line whatever the input holds (control characters escaped, never wrapped)."""
+    if args.json:
+        print(json.dumps(row), flush=True)
+    else:
+        stderr_console().print(one_line(line), highlight=False, markup=False, soft_wrap=True)
+
+
 def _cell(text) -> str:
     """``text`` (an input, a file name, an error, a field read from a certificate: the user's
     characters or any JSON value) as one line of a table cell, its brackets not read as rich markup."""
@@ -360,12 +365,8 @@ def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
         row = {"job": j.index, "certificate": j.label, "kind": r["kind"], "valid": bool(rep and rep["valid"]),
                "status": rep["status"] if rep else None, "exit": r["exit"], "seconds": round(r["seconds"], 3),
                "problems": rep["problems"] if rep else None, "error": r["error"]}
-        if args.json:
-            print(json.dumps(row), flush=True)
-        else:
-            stderr_console().print(one_line(f"[{len(rows) + 1}/{len(jobs)}] {j.label}: "
-                                            f"{'valid' if row['valid'] else 'INVALID'} ({r['seconds']:.2f} s)"),
-                                   highlight=False, markup=False, soft_wrap=True)
+        _report(args, row, f"[{len(rows) + 1}/{len(jobs)}] {j.label}: {'valid' if row['valid'] else 'INVALID'} "
+                           f"({r['seconds']:.2f} s)")
         return row
 
     return _run(args, jobs, tasks, rows, finished, _print_verify_table)
