@@ -230,3 +230,16 @@ def test_comparator_head_under_lin_refuted_then_raised(tmp_path, capsys):
     assert cert["status"] == "proved" and (s * 8).denominator == 1 and cert["search"]["per_bound"][0]["rounds"] >= 2
     capsys.readouterr()
     assert main(["verify", str(out)]) == 0
+
+
+def test_human_output_of_a_schedule_certificate_with_an_average_hard_node(tmp_path, capsys):
+    """New-user trial: the README's ``certify "(b & P a) | P(b & P a)" --alphabet ab --schedule log``
+    without --json printed the certificate, then crashed formatting the P node's fixed-tau choice
+    line (no n_max under a schedule: None), exit 3.  Exit 0 now, the choice line without numbers,
+    and S = 17/8 (the grid point above the exact S = 2 at n = 2: 3^{-S/2} = 1/3, THEORY §9)."""
+    out = tmp_path / "p.json"
+    assert main(["certify", "(b & P a) | P(b & P a)", "--alphabet", "ab", "--schedule", "log", "--no-numeric",
+                 "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "average-hard (auto)" in text and "status: proved" in text
+    assert Fraction(json.loads(out.read_text())["construction"]["inv_tau"]) == Fraction(17, 8)

@@ -374,7 +374,7 @@ def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
 
 def _print_verify_table(rows: list[dict]) -> None:
     t = Table(show_header=True, header_style="bold", title="verify: one row per certificate",
-              caption="status: what the certificate records (valid whatever it is); verdict: the replay's",
+              caption="status: what the certificate records (valid whatever it is); verdict: what the replay found",
               caption_justify="left")
     for col in ("#", "certificate", "kind", "status", "verdict", "time s", "first problem"):
         t.add_column(col, overflow="fold")

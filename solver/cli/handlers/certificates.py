@@ -57,10 +57,13 @@ def print_formula_certificate(cert: dict, path=None) -> None:
     for nd in cert["nodes"]:  # THEORY §4b: how each P/F selection was built, and what the other way needs
         ch = nd.get("choice")
         if ch and ch.get("alternative"):
-            alt = ch["alternative_inv_tau_tight"]
-            con.print(f"  {nd['node']}: {ch['attention']}-hard ({ch['method']}); tight 1/tau {ch['inv_tau_tight']:.6g}"
-                      f", the {ch['alternative']}-hard construction would need "
-                      f"{f'{alt:.6g}' if alt is not None else '-'} at n = {ch['binding_n']}")
+            tight, alt = ch.get("inv_tau_tight"), ch.get("alternative_inv_tau_tight")
+            if tight is None and alt is None:  # a schedule: no single n_max to compare the two at
+                con.print(f"  {nd['node']}: {ch['attention']}-hard ({ch['method']})")
+                continue
+            con.print(f"  {nd['node']}: {ch['attention']}-hard ({ch['method']}); tight 1/tau "
+                      f"{f'{tight:.6g}' if tight is not None else '-'}, the {ch['alternative']}-hard construction "
+                      f"would need {f'{alt:.6g}' if alt is not None else '-'} at n = {ch.get('binding_n')}")
     if cert["search"]:
         con.print("[bold]parameter search[/bold] (1/parameter needed at n_max):")
         if cert["search"].get("message"):
