@@ -127,6 +127,23 @@ def check_declared(declared: list[int], shape: tuple, axes: tuple, ctx: Ctx, whe
                                      f"limit of {MAX_ENTRIES} (2^24) per array")
 
 
+def _fill_entries(out: np.ndarray, obj: dict, dims: list[int], axes: tuple, ctx: Ctx, where: str) -> np.ndarray:
+    """``out`` (zeros of shape ``dims``) with the sparse ``obj["entries"]`` written in: each entry
+    ``[i, value]`` (a vector) or ``[i, j, value]`` (a matrix), indices checked against ``dims`` by
+    :func:`index`, values exact (:func:`exact`).  Raises :class:`ModelFormatError` naming the entry."""
+    form = "[i, value]" if len(dims) == 1 else "[i, j, value]"
+    ents = obj.get("entries", [])
+    if not isinstance(ents, list):
+        raise ctx.err(where + ".entries", f"expected a list of {form}")
+    for t, e in enumerate(ents):
+        w = f"{where}.entries[{t}]"
+        if not isinstance(e, list) or len(e) != len(dims) + 1:
+            raise ctx.err(w, f"expected {form}")
+        at = tuple(index(e[k], axes[k], dims[k], ctx, w) for k in range(len(dims)))
+        out[at] = exact(e[-1], ctx, w)
+    return out
+
+
 def array(obj, ctx: Ctx, where: str, ndim: int, shape: tuple, axes: tuple = ("plain", "plain")) -> np.ndarray:
     """Parse a MATRIX (ndim 2) or VECTOR (ndim 1) into an exact object array.
 
@@ -161,17 +178,7 @@ def array(obj, ctx: Ctx, where: str, ndim: int, shape: tuple, axes: tuple = ("pl
                     or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shp)):
                 raise ctx.err(where + ".shape", f"expected [rows, cols] (non-negative integers), got {json.dumps(shp)}")
             check_declared(shp, shape, axes, ctx, where, ".shape")
-            out = zeros(tuple(shp))
-            ents = obj.get("entries", [])
-            if not isinstance(ents, list):
-                raise ctx.err(where + ".entries", "expected a list of [i, j, value]")
-            for t, e in enumerate(ents):
-                w = f"{where}.entries[{t}]"
-                if not isinstance(e, list) or len(e) != 3:
-                    raise ctx.err(w, "expected [i, j, value]")
-                i = index(e[0], axes[0], shp[0], ctx, w)
-                j = index(e[1], axes[1], shp[1], ctx, w)
-                out[i, j] = exact(e[2], ctx, w)
+            out = _fill_entries(zeros(tuple(shp)), obj, shp, axes, ctx, where)
         else:
             allowed = {"size", "entries"}
             if keys - allowed or "size" not in obj:
@@ -180,16 +187,7 @@ def array(obj, ctx: Ctx, where: str, ndim: int, shape: tuple, axes: tuple = ("pl
             if not isinstance(sz, int) or isinstance(sz, bool) or sz < 0:
                 raise ctx.err(where + ".size", f"expected a non-negative integer, got {json.dumps(sz)}")
             check_declared([sz], shape, axes, ctx, where, ".size")
-            out = zeros(sz)
-            ents = obj.get("entries", [])
-            if not isinstance(ents, list):
-                raise ctx.err(where + ".entries", "expected a list of [i, value]")
-            for t, e in enumerate(ents):
-                w = f"{where}.entries[{t}]"
-                if not isinstance(e, list) or len(e) != 2:
-                    raise ctx.err(w, "expected [i, value]")
-                i = index(e[0], axes[0], sz, ctx, w)
-                out[i] = exact(e[1], ctx, w)
+            out = _fill_entries(zeros(sz), obj, [sz], axes, ctx, where)
     elif isinstance(obj, list):
         if ndim == 1:
             out = np.array([exact(x, ctx, f"{where}[{i}]") for i, x in enumerate(obj)] or [], dtype=object)
