@@ -108,14 +108,21 @@ def baseline(rev: str, cache: Path) -> tuple[Path, Path]:
     full = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", rev + "^{commit}"], capture_output=True,
                           text=True, check=True).stdout.strip()
     tree, venv = cache / f"checkout-{full[:12]}", cache / f"venv-{full[:12]}"
+    for stale in (tree, venv):  # a link left by an earlier machine state whose target is gone
+        if stale.is_symlink() and not stale.exists():
+            stale.unlink()
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], check=True, capture_output=True)
     if not tree.exists():
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), full], check=True,
                        capture_output=True)
     marker = venv / ".installed"
-    if not marker.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    stamp = f"{full} {tree.resolve()}\n"  # the editable install points at this very checkout
+    if not marker.exists() or marker.read_text() != stamp:
+        if venv.is_symlink():
+            venv.unlink()
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
         subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-e", str(tree)], check=True)
-        marker.write_text(full + "\n")
+        marker.write_text(stamp)
     return tree, venv / "bin"
 
 
