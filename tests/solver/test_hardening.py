@@ -456,3 +456,23 @@ def test_file_names_with_a_nul_character(capsys):
     assert main(["verify", "a", "x\x00y"]) == 2  # in a batch: one line per input
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and lines[1].startswith("[2/2] x\\x00y: INVALID")
+
+
+def test_eps_ln_without_the_ln_comparator_is_refused_everywhere(capsys, tmp_path):
+    """``run``, ``bound`` and ``certify`` accepted ``--eps-ln`` with the head comparator and dropped
+    it silently; like ``hahn`` they now refuse it in one line (exit 2).  In a certify grid over
+    comparators it applies to the ln jobs only: the head job's certificate has no eps_ln."""
+    for argv in (["run", "#a > #b", "ab", "--alphabet", "ab", "--eps-ln", "1/100"],
+                 ["bound", "#a > #b", "--alphabet", "ab", "--comparator", "head", "--eps-ln", "1/100"],
+                 ["certify", "#a > #b", "--alphabet", "ab", "--eps-ln", "1/100", "-o", str(tmp_path / "x.json")]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "--eps-ln" in err and "--comparator ln" in err, argv
+    assert not (tmp_path / "x.json").exists()
+    out = tmp_path / "grid"
+    main(["certify", "#a > #b", "--alphabet", "ab", "--comparator", "head,ln", "--eps-ln", "1/100", "--regime", "T",
+          "--n-max", "10", "--no-numeric", "-o", str(out) + "/"])
+    capsys.readouterr()
+    params = sorted(json.dumps(json.loads(p.read_text())["construction"]["params"], sort_keys=True)
+                    for p in out.glob("*.json"))
+    assert params == ['{"beta": "1/4", "eps_ln": "1/100", "eta": "1/4"}', '{"beta": "1/4", "eta": "1/4"}']

@@ -147,6 +147,9 @@ def certify_jobs(args: argparse.Namespace, kind_of: Callable[[argparse.Namespace
         if len(vals) > 1:
             varying.append(dest)
         fixed[dest] = vals[0]
+    comparators = _values(args.comparator) if kind == "formula" else ()
+    if kind == "formula" and args.eps_ln is not None and "ln" not in comparators:
+        raise ParameterError("argument --eps-ln: the layer-norm epsilon applies only with --comparator ln")
     jobs = []
     combos = itertools.product(inputs, *(_values(getattr(args, d)) for d in varying))
     for i, (src, *vals) in enumerate(combos):
@@ -154,6 +157,8 @@ def certify_jobs(args: argparse.Namespace, kind_of: Callable[[argparse.Namespace
         setattr(a, kind, src)
         for d, v in zip(varying, vals):
             setattr(a, d, v)
+        if kind == "formula" and a.comparator != "ln":  # --eps-ln applies to the grid's ln jobs only
+            a.eps_ln = None
         label = "<embedded tomita4>" if src is None else str(src)
         jobs.append(Job(index=i, args=a, label=label, grid=dict(zip(varying, vals)), name=job_name(kind, a)))
     return jobs

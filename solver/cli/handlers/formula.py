@@ -20,9 +20,15 @@ def formula_spec(args) -> FormulaSpec:
 
 
 def eps_ln_option(args) -> Fraction | None:
-    """``--eps-ln`` as an exact Fraction ≥ 0, or None (not given)."""
+    """``--eps-ln`` as an exact Fraction ≥ 0, or None (not given).  Raises :class:`ParameterError`
+    when it is given without ``--comparator ln`` (it would silently change nothing)."""
     if args.eps_ln is None:
         return None
+    model, comparator = getattr(args, "model", None), getattr(args, "comparator", None)
+    if model is not None or comparator != "ln":
+        here = "--model" if model is not None else "--comparator " + (comparator or "default")
+        raise ParameterError(f"argument --eps-ln: the layer-norm epsilon applies only to a formula with --comparator ln "
+                             f"(here {here})")
     try:
         return check_eps_ln(to_fraction(args.eps_ln, "--eps-ln"))
     except ParameterError as e:

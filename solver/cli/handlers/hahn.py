@@ -23,9 +23,7 @@ def handle(args) -> int:
     """Hahn's analysis of a model file or a formula's regime T construction at the fixed ``--tau``."""
     if (args.model is None) == (args.formula is None):
         raise ParameterError("give a formula (or .ltl file) or --model FILE")
-    if args.eps_ln is not None and (args.model is not None or args.comparator != "ln"):
-        raise ParameterError("argument --eps-ln: the layer-norm epsilon applies only to a formula with --comparator ln "
-                             f"(here {'--model' if args.model is not None else '--comparator ' + (args.comparator or 'head, the default')})")
+    eps_ln = eps_ln_option(args)  # given without --comparator ln: one line
     eta = check_eta(to_fraction(args.eta, "--eta"))
     change = parse_change_at(args.change_at)
     spec_f = None
@@ -36,7 +34,7 @@ def handle(args) -> int:
     else:
         spec_f = load_spec(args.formula, alphabet=args.alphabet)
         c = build(spec_f, "T", beta=to_fraction(args.beta, "--beta"), eta=eta, comparator=args.comparator,
-                  eps_ln=eps_ln_option(args))
+                  eps_ln=eps_ln)
         lns = [v for v, a in c.graph.nodes(data=True) if a["kind"] == "layernorm"]
         if lns:  # Hahn's lemma needs Lipschitz layers: say why it does not apply (THEORY §1)
             result = {"model": f"{spec_f.name} (regime T construction)", "applicable": False,
