@@ -307,14 +307,16 @@ def _float_inv_tau(expr: sp.Expr, n_value, eta_value, beta_value, rel_tol: float
 def _mp_inv_tau(f, target, n_value, rel_tol) -> mpmath.mpf:
     """The 50-digit bisection of :func:`required_inv_tau` over the whole range (its fallback)."""
     with mpmath.workdps(DPS):
+        # the bound decreases in 1/τ: one evaluation at the largest representable 1/τ decides whether
+        # any is enough (before, ~1000 doublings of 1/τ, each a slow evaluation at a huge n)
+        if f(mpmath.mpf(MAX_INV_TAU)) > target:
+            n_txt = f"{n_value:.6g}" if abs(n_value) < 1e300 else mpmath.nstr(mpmath.mpf(n_value), 6)  # an int may exceed float
+            raise RepresentationError(f"at n = {n_txt} the bound needs 1/tau > 1e300, beyond what numeric runs "
+                                      f"can represent (1/tau is a float64 there); a smaller n, a larger gap, "
+                                      f"beta or eta needs less")
         lo, hi = mpmath.mpf(0), mpmath.mpf(1)
-        while f(hi) > target:
-            lo, hi = hi, hi * 2
-            if hi > MAX_INV_TAU:
-                n_txt = f"{n_value:.6g}" if abs(n_value) < 1e300 else mpmath.nstr(mpmath.mpf(n_value), 6)  # an int may exceed float
-                raise RepresentationError(f"at n = {n_txt} the bound needs 1/tau > 1e300, beyond what numeric runs "
-                                          f"can represent (1/tau is a float64 there); a smaller n, a larger gap, "
-                                          f"beta or eta needs less")
+        while f(hi) > target:  # ends at MAX_INV_TAU at the latest (checked above)
+            lo, hi = hi, min(hi * 2, mpmath.mpf(MAX_INV_TAU))
         if lo == 0 and f(mpmath.mpf(10) ** -30) <= target:
             return mpmath.mpf(0)
         while hi - lo > rel_tol * hi:

@@ -69,3 +69,20 @@ def test_beyond_float_n_gives_the_representation_error_not_an_overflow():
     n_huge = 10**400 - 1
     with pytest.raises(RepresentationError, match=r"at n = 1\.0e\+400 the bound needs 1/tau > 1e300"):
         D.required_inv_tau(leak, n_value=n_huge, eta_value=c.eta, beta_value=c.beta)
+
+
+def test_beyond_representable_is_decided_by_one_evaluation(monkeypatch):
+    """``bound --n-max 10^400`` took 12–28 s to refuse: the 50-digit path doubled 1/τ from 1 up to
+    1e300 (~1000 slow evaluations at that n).  The bound decreases in 1/τ, so one evaluation at
+    1e300 decides; the refusal now costs at most a handful of evaluations (counted, not timed)."""
+    calls = []
+    real = D.evaluate
+    monkeypatch.setattr(D, "evaluate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    with pytest.raises(RepresentationError):
+        D.required_inv_tau(LEAK_T, n_value=10**400)
+    assert 1 <= len(calls) <= 3
+    # a bound that needs 1/τ = 8e299, between the last doubling 2^996 ≈ 6.7e299 and the limit 1e300
+    # (refused before), gets it: 2·10^299·τ ≤ 1/4 exactly when 1/τ ≥ 8·10^299
+    x = D.required_inv_tau(2 * sp.Integer(10) ** 299 * tau, n_value=1, eta_value=Fraction(1, 4))
+    expected = 8 * mpmath.mpf(10) ** 299
+    assert expected <= x <= expected * (1 + mpmath.mpf(10) ** -11) and x <= D.MAX_INV_TAU
