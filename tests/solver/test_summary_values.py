@@ -25,5 +25,7 @@ def test_bound_values_equal_live_evaluation():
     for cl in cert["claims"]:
         k = 1000 if cl["n_hi"] is None else min(1000, cl["n_hi"])
         want = mpmath.nstr(evaluate(sp.sympify(cl["expr_srepr"]), n_value=max(k, cl["n_lo"]), inv_tau=1), 8)
-        assert got[cl["id"]] == want
+        # 8 digits, or 3 when that is longer than a table cell's 14 characters (7.95e-1204121)
+        assert got[cl["id"]] == (want if len(want) <= 14 else mpmath.nstr(mpmath.mpf(want), 3))
+        assert len(got[cl["id"]]) <= 14
         assert 0 < mpmath.mpf(got[cl["id"]]) <= 0.25  # proved at this τ: below η (average-hard: ~1e-1303)

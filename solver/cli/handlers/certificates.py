@@ -30,8 +30,9 @@ def print_formula_certificate(cert: dict, path=None) -> None:
               "where ball arithmetic stops; the Z3 proof covers all n); obs/bound: worst observed error / bound — "
               "the node's output error |soft - hard| for output bounds (quantity 'output', THEORY §4b), the leak "
               "otherwise (numeric tightness)", caption_justify="left")
-    for col, mw in (("node", 28), ("op", 7), ("layer", 5), ("kind", 14), ("bound", 11), ("condition", 26),
+    for col, mw in (("node", 28), ("op", 7), ("layer", 5), ("kind", 14), ("bound", 14), ("condition", 26),
                     ("status", 16), ("time", 6), ("arb", 10), ("obs/bound", 9)):
+        # the bound's number is kept whole (bounds_at_n_max keeps it within 14 characters)
         t.add_column(col, overflow="fold", max_width=mw)
     claims = {c["id"]: c for c in cert["claims"]}
     bound_at = bounds_at_n_max(cert)
@@ -108,7 +109,8 @@ def print_float64_premise(con, cert: dict) -> None:
 
 
 def bounds_at_n_max(cert: dict) -> dict[str, str]:
-    """Per claim id, its bound (parameters substituted) evaluated at n_max, 8 digits (display only)."""
+    """Per claim id, its bound (parameters substituted) evaluated at n_max, 8 digits, 3 when the
+    exponent is long (``7.95e-1204121``: at most 14 characters, one table cell; display only)."""
     n_max = cert["range"]["n_max"]
     out = {}
     for cl in cert["claims"]:
@@ -116,7 +118,9 @@ def bounds_at_n_max(cert: dict) -> dict[str, str]:
             k = n_max if cl["n_hi"] is None else min(n_max, cl["n_hi"])
             with sp.evaluate(False):  # display only: the value, not SymPy's re-simplification of Max (ISSUE 16)
                 e = sp.sympify(cl["expr_srepr"])
-            out[cl["id"]] = mpmath.nstr(evaluate(e, n_value=max(k, cl["n_lo"]), inv_tau=1), 8)
+            v = evaluate(e, n_value=max(k, cl["n_lo"]), inv_tau=1)
+            text = mpmath.nstr(v, 8)
+            out[cl["id"]] = text if len(text) <= 14 else mpmath.nstr(v, 3)
         except (TypeError, ValueError, ZeroDivisionError, SyntaxError):
             out[cl["id"]] = "?"
     return out
