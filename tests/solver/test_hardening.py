@@ -476,3 +476,15 @@ def test_eps_ln_without_the_ln_comparator_is_refused_everywhere(capsys, tmp_path
     params = sorted(json.dumps(json.loads(p.read_text())["construction"]["params"], sort_keys=True)
                     for p in out.glob("*.json"))
     assert params == ['{"beta": "1/4", "eps_ln": "1/100", "eta": "1/4"}', '{"beta": "1/4", "eta": "1/4"}']
+
+
+def test_a_bad_schedule_in_a_batch_is_refused_once(capsys, tmp_path):
+    """``certify F --schedule log,lin --regime T,U -o DIR/`` reported the bad ``--schedule`` as an
+    error row per job; it is one option for the whole command, refused once (exit 2, one line,
+    nothing written)."""
+    out = tmp_path / "grid"
+    assert main(["certify", "Y a", "--alphabet", "ab", "--schedule", "log,lin", "--regime", "T,U",
+                 "-o", str(out) + "/"]) == 2
+    cap = capsys.readouterr()
+    assert len(cap.err.strip().splitlines()) == 1 and "--schedule" in cap.err and cap.out == ""
+    assert not out.exists() or not any(out.iterdir())

@@ -64,6 +64,7 @@ def source_kind(args) -> str:
         return "model"
     if args.epsilon is not None:
         raise ParameterError("--epsilon is for --model and --tracr (formula certificates use --eta)")
+    schedule_option(args)  # one schedule for the whole command: a bad value is refused once, not per job
     return "formula"
 
 
