@@ -261,7 +261,8 @@ def _float_inv_tau(expr: sp.Expr, n_value, eta_value, beta_value, rel_tol: float
     """float64 bisection for :func:`required_inv_tau`: the smallest 1/τ found with
     ``expr ≤ η`` whose lower neighbour at relative ``rel_tol / 4`` is not; ``None`` when float64
     cannot decide (non-finite values, a range past :data:`MAX_INV_TAU`, or ``expr ≤ η`` already at
-    1/τ = 10^-30: the 0 answer is left to the 50-digit path)."""
+    1/τ = 10^-30: the 0 answer is left to the 50-digit path).  Below 1/τ = 1 the bracket is found by
+    halving (a bound that is NaN in float64 at 1/τ = 10^-30 still gets its float64 crossing)."""
     try:
         g, nv, b, e = _lambdified_float(expr), np.float64(n_value), np.float64(beta_value), np.float64(eta_value)
     except (TypeError, ValueError, OverflowError):
@@ -285,10 +286,17 @@ def _float_inv_tau(expr: sp.Expr, n_value, eta_value, beta_value, rel_tol: float
         lo, hi = hi, hi * 2
         if hi > MAX_INV_TAU:
             return None
-    if lo == 0.0:
-        r = ok(1e-30)
-        if r is None or r:
-            return None
+    if lo == 0.0:  # ≤ η already at 1/τ = 1: halve down to the crossing (a schedule's S is often < 1)
+        while True:
+            if hi < 1e-30:
+                return None  # the 0 answer is left to the 50-digit path
+            r = ok(hi / 2)
+            if r is None:
+                return None  # e.g. 0·inf at a tiny 1/τ
+            if not r:
+                lo = hi / 2
+                break
+            hi /= 2
     step = rel_tol / 4
     while hi - lo > step * hi:
         mid = (lo + hi) / 2

@@ -86,3 +86,18 @@ def test_beyond_representable_is_decided_by_one_evaluation(monkeypatch):
     x = D.required_inv_tau(2 * sp.Integer(10) ** 299 * tau, n_value=1, eta_value=Fraction(1, 4))
     expected = 8 * mpmath.mpf(10) ** 299
     assert expected <= x <= expected * (1 + mpmath.mpf(10) ** -11) and x <= D.MAX_INV_TAU
+
+
+def test_a_requirement_below_one_is_found_in_float64_even_when_tiny_inv_tau_is_nan(monkeypatch):
+    """A log schedule's requirement S is often below 1; the float64 path checked 1/τ = 10^-30 for the
+    0 answer, got NaN there (0·inf) and left every such bound to the 50-digit bisection (~47
+    evaluations each: 12 s of ``certify examples/aba.ltl --schedule log --regime U``).  It now halves
+    down from 1.  e^{-τ}·e^{τ-1/τ}/2 = e^{-1/τ}/2 ≤ 1/4 exactly when 1/τ ≥ ln 2."""
+    expr = sp.exp(-tau) * sp.exp(tau - 1 / tau) / 2
+    assert D._float_inv_tau(expr, 1, 0.25, 0.25, 1e-12) is not None
+    calls = []
+    real = D.evaluate
+    monkeypatch.setattr(D, "evaluate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    x = D.required_inv_tau(expr, n_value=1)
+    assert mpmath.log(2) <= x <= mpmath.log(2) * (1 + mpmath.mpf(10) ** -11)
+    assert len(calls) == 2  # the polish only
