@@ -25,7 +25,10 @@ Rational powers ``h(n)^{p/q}`` — what ``exp(−c·S·ln(n+1)/τ)`` becomes und
 schedule (THEORY §9: ``e^{−γ/τ(n)} = (n+1)^{−Sγ}``) — are algebraic too and encoded the same way:
 per base ``h`` one fresh real ``R ≥ 0`` with ``R^Q = h`` (Q the least common denominator of the
 exponents of ``h``), and ``h^{p/q} = R^{pQ/q}``.  Square roots are the case Q = 2.  ``log`` is only
-ever *enclosed* (inside an ``exp`` atom, by interval arithmetic), never translated.
+ever *enclosed* (inside an ``exp`` atom, by interval arithmetic), never translated.  On a box that
+is one integer n, each power ``h^{p/q}`` is instead a fresh real bounded by an outward-rounded
+rational enclosure of its value there (sound for the same reason as the ``E_k``; Z3's nonlinear
+arithmetic is slow on ``R^8·5 = 1`` and high powers of R, instant on a rational box).
 
 Exponentials tied to n (``poly_exp=True``, the schedules' claims, THEORY §9 lemma E): on a box where
 an atom's argument ``g(n)`` is a polynomial in n with ``g ≤ 0``, the atom also satisfies
@@ -256,6 +259,33 @@ class _Translator:
         #: bases whose exponents are all negative (and Q > 2): R = h^{-1/Q}, R > 0, R^Q·h = 1, so that
         #: h^{-p/q} = R^{pQ/q} is a polynomial (no division: Z3 decides these much faster)
         self.inverse: set[sp.Expr] = set()
+        #: ``(n, prec)`` when the box is one integer: each algebraic power is then a variable bounded
+        #: by an outward-rounded rational enclosure of its value there (:meth:`_point_power`)
+        self.point: tuple[int, int] | None = None
+        self.powers: dict[sp.Expr, z3.ArithRef] = {}
+
+    def _point_power(self, e: sp.Expr) -> z3.ArithRef | None:
+        """At one integer n: a fresh real for the algebraic power ``e = h^{p/q}``, bounded by an
+        outward-rounded rational enclosure ``[L, U]`` of its value there (like an exp atom ``E_k``).
+        The true value lies in it, so the query still holds for every true counterexample; Z3
+        decides rationals in a box in milliseconds where ``R^Q·h = 1`` with Q = 8 took ≥ 20 s (the
+        log schedule at n = 4, ISSUE 16) and powers ``R^{189}`` did not finish."""
+        if e not in self.powers:
+            nv, prec = self.point
+            old = iv.prec
+            iv.prec = prec
+            try:
+                lo_v, hi_v = _ends(iv_eval(e, n_interval(nv, nv)))
+            except (SolverError, ZeroDivisionError, ValueError):  # e.g. a base not shown > 0 there
+                lo_v = hi_v = None
+            finally:
+                iv.prec = old
+            if lo_v is None or hi_v is None:  # a pole (h = 0 under a negative power): the equation
+                return None                    # encoding below keeps its denominator, never proved
+            v = z3.Real(f"R{len(self.powers)}", self.ctx)
+            self.powers[e] = v
+            self.root_defs += [v >= q(max(lo_v, Fraction(0)), self.ctx), v <= q(hi_v, self.ctx)]
+        return self.powers[e]
 
     def _root(self, radicand: sp.Expr) -> z3.ArithRef:
         if radicand not in self.roots:
@@ -293,6 +323,8 @@ class _Translator:
             bot = den[0] if len(den) == 1 else z3.Product(den)
             self.nonzero.append((bot, sp.Mul(*sden)))
             return top / bot
+        if _is_algebraic_power(e) and self.point is not None and (v := self._point_power(e)) is not None:
+            return v
         if _is_algebraic_power(e):
             d = self.degree.setdefault(e.base, int(e.exp.q))  # build_query sets the lcm per base
             if not (e.exp * d).is_Integer:
@@ -435,6 +467,7 @@ def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: 
     tr = _Translator(nvar, amap)
     tr.degree = root_degrees(expr)
     tr.inverse = inverse_roots(expr)
+    tr.point = (lo, prec) if hi is not None and lo == hi else None
     if poly_exp:
         for atom in exp_atoms(expr):
             poly = _poly_enclosure(atom.args[0], lo, hi, prec)

@@ -364,3 +364,58 @@ def test_max_with_huge_finite_ends_is_enclosed_soundly():
     assert hi_ is None and 99 * 10**399 <= lo_ <= 10**401  # outward rounded
     r = check_claim(Claim(sp.exp(e / 10**401), Fraction(3), 1, None), max_boxes=30, total_s=20)
     assert r.status != "proved"
+
+
+def _log_schedule_bound(s_gamma: sp.Rational):
+    """An average-hard-like log-schedule term: R = (n+1)^{-s} in (1 - R^3)/(1 + R^9) form."""
+    n = encode.n
+    r = (n + 1) ** (-s_gamma)
+    return r * (1 - r**3) / (1 + r**9) + r**2
+
+
+def test_point_box_powers_are_enclosed_not_defined_by_an_equation():
+    """ISSUE 16: at one integer n each power (n+1)^{-p/q} is a variable in a rational interval, not a
+    power of R with ``R^Q·(n+1) = 1`` (Z3 took ≥ 20 s on such equations of degree 8, and did not
+    finish on R^189).  Soundness checked against
+    an independent 60-digit evaluation: for random (s, n, η) the point query is unsat only when the
+    bound really is ≤ η, and sat whenever it exceeds η."""
+    rnd = random.Random(11)
+    n = encode.n
+    seen = {"unsat": 0, "sat": 0}
+    for _ in range(24):
+        s = sp.Rational(rnd.randint(1, 24), 8)
+        nv = rnd.randint(1, 50)
+        expr = _log_schedule_bound(s)
+        with mpmath.workdps(60):
+            val = sp.lambdify([n], expr, "mpmath")(mpmath.mpf(nv))
+            eta = Fraction(str(mpmath.nstr(val * (1 + mpmath.mpf(rnd.choice([-1, 1])) / 1000), 20)))
+            truth_exceeds = val > mpmath.mpf(eta.numerator) / eta.denominator
+        q = encode.build_query(expr, eta, nv, nv, prec=64)
+        assert "(= (* (^ R0" not in q.smtlib and "(^ R" not in q.smtlib  # powers are enclosed atoms here
+        ans = run_z3(q.smtlib, 20.0)[0]
+        assert ans in ("sat", "unsat")
+        if truth_exceeds:
+            assert ans == "sat", (s, nv, eta)  # never a proof of a false claim
+        seen[ans] += 1
+        if not truth_exceeds:
+            assert ans == "unsat", (s, nv, eta)  # a 0.1% margin is far above 64-bit enclosures
+    assert seen["sat"] and seen["unsat"]
+    # a range box keeps the equation (R depends on n there)
+    assert "(= (* (^ R0" in encode.build_query(_log_schedule_bound(sp.Rational(9, 8)), Fraction(1, 4), 2, 9).smtlib
+
+
+def test_boxes_are_asked_coarse_first_and_again_at_128_bits():
+    """check: a box is first asked with 32-bit enclosures; an answer other than unsat asks the same
+    box at 128 bits, from where the search is the one before (so no proof is lost).  The peaked
+    claim of test_sat_of_an_over_approximation_is_not_a_counterexample still ends proved with its
+    unsat boxes covering [1, 10^4], and a point box answered at 32 bits is never refuted there."""
+    n = encode.n
+    r = check_claim(Claim(n * sp.exp(-n / 100), Fraction(3679, 100), 1, 10**4))
+    assert r.status == "proved"
+    assert any(q.answer == "unsat" for q in r.queries)
+    first = r.queries[0]
+    assert (first.lo, first.hi) == (1, 10**4)
+    again = [q for q in r.queries[1:] if (q.lo, q.hi) == (1, 10**4)]
+    assert again and again[0].smtlib != first.smtlib  # the same box, asked again at 128 bits
+    # the first answer on the whole range was not unsat at 32 bits (else nothing would follow)
+    assert first.answer != "unsat"
