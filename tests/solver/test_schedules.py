@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from fractions import Fraction
 from pathlib import Path
 
@@ -178,7 +179,7 @@ def test_cli(tmp_path, capsys):
     assert cert["construction"]["schedule"]["S"] == "17/8" and cert["range"]["all_n"] is True
     capsys.readouterr()
     for argv in (["certify", "P a", "--schedule", "cubic:2"], ["certify", "P a", "--schedule", "log:2", "--tau", "1"],
-                 ["run", "P a", "ab", "--schedule", "log:2"],
+                 ["hahn", "P a", "--alphabet", "ab", "--tau", "1/2", "--schedule", "log:2"],
                  ["certify", "--model", str(EXAMPLES / "models" / "ab_subsequence.json"), "--schedule", "log:2", "--n-max", "5"]):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
@@ -243,3 +244,28 @@ def test_human_output_of_a_schedule_certificate_with_an_average_hard_node(tmp_pa
     text = capsys.readouterr().out
     assert "average-hard (auto)" in text and "status: proved" in text
     assert Fraction(json.loads(out.read_text())["construction"]["inv_tau"]) == Fraction(17, 8)
+
+
+def test_run_and_confirm_take_a_schedule(capsys):
+    """``run`` and ``confirm`` refused ``--schedule``; with ``lin:S``/``log:S`` they run each length n
+    at 1/τ(n) = S·g(n) (THEORY §9), checked against math.log / exact products; without S or with
+    ``--tau`` as well it is one line, exit 2."""
+    assert main(["run", "Y a", "abab", "--alphabet", "ab", "--schedule", "log:4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == 4 and abs(out["inv_tau"] - 4 * math.log(5)) <= 1e-12 * out["inv_tau"]
+    assert out["tau_source"].startswith("--schedule log:4")
+    # the engine's observed error at that temperature stays within the derived bound there
+    head = out["heads"]["Y a"]
+    assert 0 < head["observed_leak"] <= head["bound"] * (1 + 1e-9)
+    assert main(["confirm", "Y a", "--alphabet", "ab", "--schedule", "lin:2", "--n-max", "100", "--random", "5",
+                 "--exhaustive-len", "4", "--json"]) == 0
+    conf = json.loads(capsys.readouterr().out)
+    assert conf["inv_tau_by_length"] and all(v == 2 * int(k) for k, v in conf["inv_tau_by_length"].items())
+    assert conf["ok"] and "--schedule lin:2" in conf["temperature"]
+    for argv in (["run", "Y a", "abab", "--alphabet", "ab", "--schedule", "log"],
+                 ["run", "Y a", "abab", "--alphabet", "ab", "--schedule", "log:2", "--tau", "1/3"],
+                 ["confirm", "Y a", "--alphabet", "ab", "--schedule", "lin"],
+                 ["export", "Y a", "--alphabet", "ab", "--schedule", "log:2", "-o", "unused.json"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and ("--schedule" in err or "--tau" in err), argv

@@ -14,14 +14,17 @@ from ....constructions.errors import ParameterError
 from ....constructions.simulate import RandomWords, adversarial_words, all_words, periodic_words
 from ..options import EXIT_FAIL, EXIT_OK
 from .console import fmt, numeric_verdict, progress, stdout_console
-from .formula import formula_construction
+from .formula import formula_construction, schedule_inv_tau
 
 
 def handle(args) -> int:
     """Exhaustive, random and adversarial words; per node the worst observed error against its bound."""
-    c = formula_construction(args)
+    c = formula_construction(args, schedules=True)
     m = c.model
-    if args.tau is not None:
+    scheduled = schedule_inv_tau(args, c)
+    if scheduled is not None:
+        inv_tau = scheduled
+    elif args.tau is not None:
         it_fixed = float(1 / args.tau)
         inv_tau = lambda k: it_fixed  # noqa: E731
     else:
@@ -51,7 +54,8 @@ def handle(args) -> int:
     summ = conf.summary()
     lengths = sorted({ch.n for ch in conf.checks})
     temps = {str(k): float(inv_tau(k)) for k in lengths}
-    tau_txt = (f"fixed 1/tau = {fmt(float(1 / args.tau), 10)} (--tau)" if args.tau is not None else
+    tau_txt = (f"1/tau at each length from --schedule {args.schedule} (THEORY §9)" if scheduled is not None else
+               f"fixed 1/tau = {fmt(float(1 / args.tau), 10)} (--tau)" if args.tau is not None else
                "1/tau at each length: the smallest at which every node's bound is <= eta*(1 - 1e-6)"
                + (" (one value: the bounds are uniform in n)" if len(set(temps.values())) == 1 else ""))
     result = {"formula": str(c.spec.formula), "regime": c.regime, "n_max": args.n_max,

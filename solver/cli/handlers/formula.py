@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Callable
 
 from ....bounds.params import Params
 from ....constructions.errors import ParameterError
@@ -64,11 +65,28 @@ def schedule_option(args) -> tuple[str | None, Fraction | None]:
     return (None if kind == "const" else kind), s
 
 
+def schedule_inv_tau(args, c: Construction) -> Callable[[int], float] | None:
+    """For ``run`` and ``confirm``: with ``--schedule lin:S|log:S`` the float inverse temperature of a
+    numeric run at length n, ``S·g(n)`` (THEORY §9; ``Params.inv_tau_at``); None without a
+    non-constant schedule.  Raises :class:`ParameterError` when S is missing (a numeric run needs a
+    value; ``certify --find-tau`` finds one) or ``--tau`` is given too."""
+    kind, s = schedule_option(args)
+    if kind is None:
+        return None
+    if s is None:
+        raise ParameterError(f"argument --schedule: a run needs the constant, e.g. --schedule {kind}:2 "
+                             f"('certify --schedule {kind} --find-tau' finds the smallest that is proved)")
+    if getattr(args, "tau", None) is not None:
+        raise ParameterError("give either --tau (one temperature) or --schedule (one per length), not both")
+    return lambda k: c.params.inv_tau_at(k, s)
+
+
 def formula_construction(args, spec: FormulaSpec | None = None, *, schedules: bool = False) -> Construction:
     """The formula's construction (``spec``, default the formula argument) with the options'
     parameters.  ``schedules``: the command accepts ``--schedule`` (certify); elsewhere a schedule
     other than const is bad input (one line)."""
     params = formula_params(args)
     if params.schedule is not None and not schedules:
-        raise ParameterError("--schedule lin/log applies to certify (THEORY §9); this command runs one constant tau")
+        raise ParameterError("--schedule lin/log applies to certify, bound, run and confirm (THEORY §9); this command "
+                             "runs one constant tau")
     return build_formula(spec or formula_spec(args), params)

@@ -16,7 +16,7 @@ from ....constructions.parse import load_spec
 from ...hahn import constructions_keep_working, demonstrate, hahn_analysis, parse_change_at
 from ...pipeline import build
 from .console import stdout_console
-from .formula import eps_ln_option
+from .formula import eps_ln_option, schedule_option
 
 
 def handle(args) -> int:
@@ -24,6 +24,9 @@ def handle(args) -> int:
     if (args.model is None) == (args.formula is None):
         raise ParameterError("give a formula (or .ltl file) or --model FILE")
     eps_ln = eps_ln_option(args)  # given without --comparator ln: one line
+    if schedule_option(args)[0] is not None:  # it was accepted and ignored
+        raise ParameterError("--schedule lin/log: hahn analyses one fixed temperature (--tau); Hahn's lemma bounds "
+                             "bounded scores, and a growing 1/tau(n) is one of its escapes (THEORY §1, §9)")
     eta = check_eta(to_fraction(args.eta, "--eta"))
     change = parse_change_at(args.change_at)
     spec_f = None

@@ -26,7 +26,7 @@ from ....constructions.tracr import bos_obstacle
 from ....constructions.tracr_load import load_tracr
 from ..options import EXIT_FAIL, EXIT_OK
 from .console import fmt, stdout_console
-from .formula import formula_construction
+from .formula import formula_construction, schedule_inv_tau
 
 
 def handle(args) -> int:
@@ -52,10 +52,12 @@ def handle(args) -> int:
 def run_formula(args) -> int:
     """``run FORMULA STRING``: per position the reference, hard and soft values; per node its worst
     error against its bound (exit 1 when the soft verdict differs from the hard one)."""
-    c = formula_construction(args)
+    c = formula_construction(args, schedules=True)
     word = tokenize(args.string, c.spec.alphabet)
     n = len(word)
-    inv_tau = float(1 / args.tau) if args.tau is not None else c.default_inv_tau(n)
+    scheduled = schedule_inv_tau(args, c)
+    inv_tau = (scheduled(n) if scheduled is not None else float(1 / args.tau) if args.tau is not None
+               else c.default_inv_tau(n))
     if not np.isfinite(inv_tau) or inv_tau <= 0:
         if args.tau is not None:
             raise ParameterError(f"--tau {args.tau} gives an inverse temperature outside the float64 range")
@@ -91,7 +93,8 @@ def run_formula(args) -> int:
         "formula": str(c.spec.formula), "alphabet": list(c.spec.alphabet), "word": word, "n": n,
         "regime": c.regime, "beta": str(c.beta), "eta": str(c.eta), "inv_tau": inv_tau, "tau": 1 / inv_tau,
         "comparator": c.source.get("comparator"), "eps_ln": str(c.params.eps_ln) if c.params.eps_ln is not None else None,
-        "tau_source": "--tau" if args.tau is not None else "closed form 1/tau*(n, eta)",
+        "tau_source": (f"--schedule {args.schedule}: 1/tau(n) at n = {n}" if scheduled is not None else
+                       "--tau" if args.tau is not None else "closed form 1/tau*(n, eta)"),
         "judged_at": at, "positions": rows,
         "accepted": {"reference": bool(ref[k]), "hard": bool(hard.x[0, k + 1, root] > 0.5),
                      "soft": bool(soft.x[0, k + 1, root] > 0.5)},
