@@ -57,7 +57,7 @@ import networkx as nx
 from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position
 from .errors import FormulaError, ParameterError
 from .spacing import key_first, key_spacing, value_spacing
-from .parameters import check_comparator, check_construction
+from .parameters import check_comparator, check_comparator_weights, check_construction
 
 _PAST = {"Y": "past", "P": "past", "S": "past", "X": "future", "F": "future", "U": "future"}
 
@@ -260,6 +260,8 @@ class _Builder:
         text = str(Compare(">=", Linear(tuple((f, c) for c, f in merged.values()), const), Linear((), 0)))
         if text in self.by_formula:
             return self.by_formula[text]
+        # refused here, before anything is analysed (a key enumeration over such a node took 20 s first)
+        check_comparator_weights(text, [(str(Linear(((f, 1),), 0)), c) for c, f in merged.values()], const)
         us = [(self.uniform(nid, f), c) for nid, (c, f) in merged.items()]
         bos = self.uniform(None, None)
         parents = {f"term{k}": u for k, (u, _) in enumerate(us)}

@@ -52,6 +52,7 @@ import numpy as np
 
 from .engine import forward
 from .errors import ModelFormatError, ParameterError
+from .parameters import MAX_COEFFICIENT, check_comparator_weights  # noqa: F401 - MAX_COEFFICIENT re-exported
 from .simulate import HeadObservation, RunSummary, length_batches, periodic_words, short_word
 from .transformer import Head, Transformer
 
@@ -407,11 +408,6 @@ def adversarial_layernorm_words(model: Transformer, n: int, *, max_period: int =
 # weights
 
 
-#: largest count coefficient a comparator holds exactly: float64 weights are exact integers up to 2^53
-#: (and the constant's weight c + 1/2 is exact for |c| < 2^52)
-MAX_COEFFICIENT = 2**53
-
-
 def check_graph(g: nx.DiGraph, regime: str) -> None:
     """Raise :class:`ParameterError` if the counting nodes of ``g`` need a positional embedding
     that ``regime`` does not have (parity needs regime P, the ``pe`` comparator U or P), or a
@@ -419,13 +415,7 @@ def check_graph(g: nx.DiGraph, regime: str) -> None:
     (:data:`MAX_COEFFICIENT`; the reference semantics compute in exact integers at any size)."""
     for v, a in g.nodes(data=True):
         if a["op"] == "compare":
-            for u, c in a["terms"]:
-                if abs(c) > MAX_COEFFICIENT:
-                    raise ParameterError(f"node {v!r}: count coefficient {c} of {u.removesuffix('/(i+1)')} is beyond "
-                                         f"2^53, the float64 limit of the comparator's exact integer weights")
-            if not -(2**52) <= a["const"] < 2**52:
-                raise ParameterError(f"node {v!r}: constant {a['const']} is beyond 2^52, the float64 limit at which "
-                                     f"the comparator's weight constant + 1/2 is exact")
+            check_comparator_weights(v, a["terms"], a["const"])
         if a["op"] == "parity" and regime != "P":
             raise ParameterError(f"node {v!r}: even()/odd() needs the positional embedding (j, j^2, (-1)^j): "
                                  f"use --regime P (THEORY §5), not {regime}")

@@ -183,3 +183,22 @@ def parse_schedule(text: str) -> tuple[str, Fraction | None]:
     if s <= 0:
         raise ParameterError(f"the schedule constant S must be > 0, got {s}")
     return kind, s
+
+
+#: largest count coefficient a comparator holds exactly: float64 weights are exact integers up to 2^53
+#: (and the constant's weight c + 1/2 is exact for |c| < 2^52)
+MAX_COEFFICIENT = 2**53
+
+
+def check_comparator_weights(node: str, terms, const: int) -> None:
+    """Raise :class:`ParameterError` when a comparator ``[Σ a_k·#φ_k + const ≥ 0]`` (``terms``: pairs
+    ``(count node or formula text, a_k)``) has a coefficient beyond :data:`MAX_COEFFICIENT` or a
+    constant beyond 2^52 — what its float64 weights hold exactly (THEORY §5; the reference semantics
+    compute in exact integers at any size).  Called when the node is built, before any analysis."""
+    for u, c in terms:
+        if abs(c) > MAX_COEFFICIENT:
+            raise ParameterError(f"node {node!r}: count coefficient {c} of {str(u).removesuffix('/(i+1)')} is beyond "
+                                 f"2^53, the float64 limit of the comparator's exact integer weights")
+    if not -(2**52) <= const < 2**52:
+        raise ParameterError(f"node {node!r}: constant {const} is beyond 2^52, the float64 limit at which "
+                             f"the comparator's weight constant + 1/2 is exact")

@@ -29,6 +29,9 @@ from .semantics import truth
 MAX_SPACING = 4
 #: most words enumerated; beyond it the key is given spacing 1 (sound, only less tight)
 MAX_WORDS = 1 << 14
+#: budget of positions (word length × words) of :func:`_first_by_prefixes`; binds only for a
+#: one-symbol alphabet (two symbols reach MAX_WORDS first)
+MAX_POSITIONS = 1 << 20
 
 _LOCAL_UNARY = {"!", "Y", "X"}
 _LOCAL_BINARY = {"&", "|", "->"}
@@ -133,18 +136,20 @@ def _first_by_prefixes(f: Formula, alphabet: Sequence[str], direction: str, max_
     counts has at position ``n + 1 − p`` the value it has at the first position of the suffix of
     length ``p``.  So trying every word of length 1, 2, … in turn, the first length ``L`` at which
     ``f`` holds at that end of some word is the answer; if the words run past ``max_words`` before
-    one is found, ``f`` holds at no position before ``L`` and ``L`` is returned (sound).  Any other
+    one is found (or their positions past :data:`MAX_POSITIONS`), ``f`` holds at no position before
+    ``L`` and ``L`` is returned (sound).  Any other
     formula: 1, the general case.  Source: THEORY §4b (regime-U output bound; issue 13: keys like
     ``0 & P 1`` of tomita7)."""
     ops = operators(f)
     one_sided = not ops & FUTURE_OPS if direction == "past" else not ops & PAST_OPS and "#" not in ops
     if not one_sided:
         return 1
-    k, words = len(alphabet), 0
+    k, words, positions = len(alphabet), 0, 0
     for L in itertools.count(1):
         words += k**L
-        if words > max_words:
-            return L
+        positions += k**L * L
+        if words > max_words or positions > MAX_POSITIONS:  # (positions: a one-symbol alphabet has one
+            return L                                         # word per length; 2^14 of them cost 20 s)
         for w in itertools.product(alphabet, repeat=L):
             t = truth(f, w)
             if t[-1] if direction == "past" else t[0]:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from softhard.constructions import spacing
 from softhard.constructions.compile import compile_formula
+from softhard.constructions.errors import ParameterError
 from softhard.constructions.ast import FUTURE_OPS, PAST_OPS, operators
 from softhard.constructions.parse import load_spec, parse_formula
 from softhard.constructions.semantics import truth
@@ -83,3 +85,29 @@ def test_key_first_of_one_sided_non_local_keys(text, direction, alphabet, expect
     got = key_first(f, list(alphabet), direction)
     one_sided = not operators(f) & (FUTURE_OPS if direction == "past" else PAST_OPS)
     assert seen == expected and got == (expected if one_sided else 1)
+
+
+def test_one_symbol_alphabet_prefix_enumeration_is_bounded_by_positions(monkeypatch):
+    """Found by a 3 000-input fuzz run: over a one-symbol alphabet every length has one word, so the
+    word budget (2^14) let the prefix enumeration of key_first run to words of length 16 384 —
+    ~1.3·10^8 positions, 20 s.  A budget of positions stops it at the first L with
+    L(L+1)/2 > 2^20 (L = 1448); the answer stays sound: ``H a & P !a`` holds nowhere over {a}
+    (it needs another symbol), checked on every word up to that length by the reference semantics."""
+    calls = []
+    real = spacing.truth
+    monkeypatch.setattr(spacing, "truth", lambda f, w: calls.append(len(w)) or real(f, w))
+    f = parse_formula("H a & P !a")
+    got = key_first(f, ["a"], "past")
+    assert got == 1448 and 1447 * 1448 // 2 <= 2**20 < 1448 * 1449 // 2
+    assert len(calls) == 1447 and max(calls) == 1447
+    assert not any(real(f, ("a",) * 1447))
+
+
+def test_a_huge_count_coefficient_is_refused_before_any_analysis(monkeypatch):
+    """Found by the same fuzz run: ``bound '(H (4e18·#a >= 1) S …)'`` enumerated keys for 20 s and
+    only then refused the coefficient (beyond 2^53); it is refused when the comparator is built."""
+    calls = []
+    monkeypatch.setattr(spacing, "truth", lambda f, w: calls.append(1))
+    with pytest.raises(ParameterError, match=r"count coefficient 4000000000000000000 of #a is beyond 2\^53"):
+        compile_formula(parse_formula("H (4000000000000000000*#a >= 1) S H (4000000000000000000*#a >= 1)"), ["a"])
+    assert calls == []
