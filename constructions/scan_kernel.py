@@ -37,13 +37,15 @@ import numpy as np
 #: a certify's numeric confirmation (capped at n = 10^5)
 MIN_MEMBERS = 1 << 18
 
-_state: dict = {"tried": False, "kernel": None}
+_state: dict = {"tried": False, "numba": None, "kernel": None}
 
 
-def _compile():
-    """The jitted kernel, or None when numba is missing or turned off (one note on stderr)."""
+def load_numba():
+    """The ``numba`` module, or None when it is missing or turned off (``SOFTHARD_NUMBA=0``); imported
+    once per process, on the first large scan (one note on stderr when it is missing).  Shared by
+    this module and :mod:`softhard.constructions.head_kernel`."""
     if _state["tried"]:
-        return _state["kernel"]
+        return _state["numba"]
     _state["tried"] = True
     if os.environ.get("SOFTHARD_NUMBA", "1") == "0":
         return None
@@ -52,6 +54,17 @@ def _compile():
     except ImportError:
         print("softhard: numba is not installed; the O(n) attention scan runs on the NumPy path "
               "(pip install numba for the compiled kernel)", file=sys.stderr)
+        return None
+    _state["numba"] = numba
+    return numba
+
+
+def _compile():
+    """The jitted kernel, or None when numba is missing or turned off."""
+    if _state["kernel"] is not None:
+        return _state["kernel"]
+    numba = load_numba()
+    if numba is None:
         return None
 
     @numba.njit(cache=True, nogil=True, fastmath=False)

@@ -1,0 +1,263 @@
+"""Fused compiled (numba) kernel for a whole structured soft-selection head at large n (ISSUE 16).
+
+The NumPy structured path (:func:`softhard.constructions.structured_attention._structured_eval_order`)
+stays the reference; it makes ~40 passes over ``(B, N)`` arrays (candidate scores, row maximum,
+argmax masks, tie counts, hard output, ``exp`` factors, the group scan, gathers at each query's best
+member, the soft accumulation).  :func:`fused_eval` computes the same four results — soft output
+``(dv, B, N)``, hard output ``(dv, B, N)``, leak ``(B, N)``, tie counts ``(B, N)`` — in one
+sequential pass per batch row (two for mask ``none``): it walks the real positions in the
+accumulation order, keeps per group the state of its latest member (score ``a``, value, position,
+and the relative tail weights ``E``, ``F_l`` of the members before it), and evaluates each query
+when the members it sees have been taken in (before position ``i`` for the strict masks, after it
+for the inclusive ones, after all for ``none``).
+
+Rounding (re-checked for this order; THEORY §7, :func:`softhard.constructions.simulate.leak_rounding_allowance`):
+
+* the group tails follow the recurrence ``E_t = c_t·E_{t−1} + c_t``, ``F_t = c_t·F_{t−1} + c_t·v_{t−1}``
+  with ``c_t = exp_flush((a_t − a_{t−1})·(−1/τ))`` — the same difference, product and flush as the
+  reference, purely sequentially (no recursion levels): the coefficient of a member ``s`` in a
+  query's tail is ``Π_{r=s+1..t} c_r`` formed with one ``exp`` (≤ 8u; libm's is < 1 ulp), one
+  multiplication and one addition per factor, i.e. within the ``10u`` per factor of the allowance's
+  ``(10N + 64)u`` (the reference's blocked scan spends up to two more roundings per level, also
+  inside the ``64u``).  The exponent arguments are the reference's (differences of neighbouring
+  members, telescoping: the ``4.02u·X`` term);
+* every query then combines its ≤ ``max_groups + 1`` candidates in the reference's order (groups in
+  ``st.groups`` order, then BOS): ``num_l += (v_l + F_l)·w``, ``rest += (E + [not argmax])·w``,
+  ``tot = rest + ties``, ``soft = num/tot``, ``leak = rest/tot`` with ``w = exp_flush((s − s*)/τ)``
+  — operation for operation the reference's, hence inside its constant ``64u``;
+* no contraction to FMA (numba's default ``fastmath=False``), no reassociation.
+
+So the allowance bounds the kernel's error against the exact softmax exactly as it bounds the
+reference's, and the two differ by at most twice the allowance (relative);
+tests/constructions/test_head_kernel.py checks both against an 80-bit brute-force softmax and
+against each other.  The hard output and tie counts involve no rounding beyond the scores'
+(identical on both paths) and are equal.
+
+Used for words of at least :data:`MIN_POSITIONS` positions (``N = n + 1``; importing numba and
+loading the cached kernel costs ~0.5 s CPU once per process, so a certify's numeric confirmation,
+capped at n = 10^5, never loads it) and when numba imports; ``SOFTHARD_NUMBA=0`` forces the NumPy
+path.  ``cache=True``: numba writes its cache files under a temporary name and renames them into
+place, so two xdist workers compiling at once each leave a complete file.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .scan_kernel import MIN_MEMBERS, load_numba
+from .softmax import EXP_FLUSH
+
+#: smallest word (positions ``N = n + 1``, BOS included) for which :func:`fused_eval` is used
+MIN_POSITIONS = MIN_MEMBERS
+
+#: mask kinds as the kernel sees them
+_MASK = {"strict_past": 0, "strict_future": 0, "past": 1, "future": 1, "none": 2}
+#: hard-attention rules as the kernel sees them
+_RULE = {"AHA": 0, "UHA-leftmost": 1, "UHA-rightmost": 2}
+#: a group code larger than this is not mapped through a lookup table (NumPy path instead)
+_MAX_CODE = 1 << 16
+
+_state: dict = {"kernel": None}
+
+
+def _build(numba):
+    """Compile (or load from numba's cache) the fused kernel."""
+    flush = EXP_FLUSH
+
+    @numba.njit(cache=True, nogil=True, fastmath=False, inline="always")
+    def wexp(d):  # pragma: no cover - compiled; exp_flush of one number
+        if d < flush:
+            return 0.0
+        if d == 0.0:
+            return 1.0
+        return np.exp(d)
+
+    @numba.njit(cache=True, nogil=True, fastmath=False)
+    def fused(a, code, has_code, lut, offc, offi, offa, bos, V, mask, rev, rule, inv_tau, soft,
+              o_soft, o_hard, o_leak, o_ties):  # pragma: no cover - compiled
+        # one loop body (no helper calls: numba would pass ~20 arrays per call with reference counts)
+        dv, B, N = V.shape
+        G = offc.shape[0]
+        has = np.zeros(G, np.bool_)
+        alast = np.zeros(G)
+        E = np.zeros(G)
+        F = np.zeros((G, dv))
+        vlast = np.zeros((G, dv))
+        plast = np.zeros(G, np.int64)
+        s = np.empty(G)
+        num = np.empty(dv)
+        M = N - 1
+        left = rule == 1
+        for b in range(B):
+            for g in range(G):
+                has[g] = False
+            # step −1: query 0 (BOS only); then 2M steps, each taking in one member (in the
+            # accumulation order) or evaluating one query: mask none takes every member first; a
+            # strict mask evaluates query p before taking p in, an inclusive one after
+            for j in range(-1, 2 * M):
+                if j < 0:
+                    is_take = False
+                    p = 0
+                elif mask == 2:
+                    is_take = j < M
+                    p = (N - 1 - j if rev else j + 1) if is_take else j - M + 1
+                else:
+                    t = j >> 1
+                    is_take = (j & 1) == (1 if mask == 0 else 0)
+                    p = N - 1 - t if rev else t + 1
+                if is_take:
+                    g = lut[code[b, p - 1]] if has_code else 0
+                    ap = a[b, p]
+                    if has[g]:
+                        dif = ap - alast[g]
+                        if not dif > 0.0:
+                            return False
+                        if soft:
+                            c = wexp(dif * -inv_tau)
+                            E[g] = c * E[g] + c
+                            for l in range(dv):
+                                F[g, l] = c * F[g, l] + c * vlast[g, l]
+                    else:
+                        has[g] = True
+                        E[g] = 0.0
+                        for l in range(dv):
+                            F[g, l] = 0.0
+                    alast[g] = ap
+                    for l in range(dv):
+                        vlast[g, l] = V[l, b, p]
+                    plast[g] = p
+                    continue
+                i = p
+                sb = bos[b, i]
+                smax = sb
+                for g in range(G):
+                    if has[g]:
+                        o = offc[g] if offi[g] < 0 else offa[offi[g], b, i]
+                        sg = alast[g] + o
+                        s[g] = sg
+                        if sg > smax:
+                            smax = sg
+                ties = 1 if sb == smax else 0
+                for g in range(G):
+                    if has[g] and s[g] == smax:
+                        ties += 1
+                o_ties[b, i] = ties
+                if rule == 0:  # AHA: the mean over the argmax candidates, in the reference's order
+                    for l in range(dv):
+                        h = 0.0
+                        for g in range(G):
+                            if has[g] and s[g] == smax:
+                                h += vlast[g, l]
+                        if sb == smax:
+                            h += V[l, b, 0]
+                        o_hard[l, b, i] = h / ties
+                else:  # UHA: the leftmost / rightmost argmax position (BOS is position 0)
+                    pick = 0 if sb == smax else -1
+                    pg = -1
+                    for g in range(G):
+                        if has[g] and s[g] == smax:
+                            q = plast[g]
+                            if pick < 0 or (q < pick if left else q > pick):
+                                pick = q
+                                pg = g
+                    for l in range(dv):
+                        o_hard[l, b, i] = V[l, b, 0] if pg < 0 else vlast[pg, l]
+                if not soft:
+                    continue
+                rest = 0.0
+                for l in range(dv):
+                    num[l] = 0.0
+                for g in range(G):
+                    if not has[g]:
+                        continue
+                    w = wexp((s[g] - smax) * inv_tau)
+                    if w == 0.0:
+                        continue
+                    for l in range(dv):
+                        num[l] += (vlast[g, l] + F[g, l]) * w
+                    rest += (E[g] + (0.0 if s[g] == smax else 1.0)) * w
+                w = wexp((sb - smax) * inv_tau)
+                if w != 0.0:
+                    for l in range(dv):
+                        num[l] += w * V[l, b, 0]
+                    rest += (0.0 if sb == smax else 1.0) * w
+                tot = rest + ties
+                for l in range(dv):
+                    o_soft[l, b, i] = num[l] / tot
+                o_leak[b, i] = rest / tot
+        return True
+
+    return fused
+
+
+def _kernel():
+    """The jitted fused kernel, or None when numba is missing or turned off."""
+    if _state["kernel"] is None:
+        numba = load_numba()
+        if numba is None:
+            return None
+        _state["kernel"] = _build(numba)
+    return _state["kernel"]
+
+
+def applies(st, rule: str, N: int) -> bool:
+    """Whether :func:`fused_eval` takes this structured head: a word of ``N ≥ MIN_POSITIONS``
+    positions, a score part ``a`` present (``a ≡ 0`` is :func:`_tied_eval`'s or has no strict
+    order), group codes below ``2^16``, a known rule, and numba available."""
+    if N < MIN_POSITIONS or st.a is None or rule not in _RULE:
+        return False
+    if st.code is not None and max(int(u) for u, _ in st.groups) >= _MAX_CODE:
+        return False
+    return _kernel() is not None
+
+
+def fused_eval(st, V: np.ndarray, mask: str, rule: str, inv_tau, soft: bool, rev: bool):
+    """``(soft | None, hard, leak | None, ties)`` of a structured head in one compiled pass per row;
+    ``None`` when ``a`` is not strictly increasing within a group in the accumulation order.
+
+    ``st``: the :class:`~softhard.constructions.structured_attention._Struct` of the batch (``a``
+    ``(B, N)``, group codes ``(B, N−1)`` or None, groups ``[(code, offset)]`` with offsets floats or
+    ``(B, N)`` arrays, BOS scores ``(B, N)``); ``V`` ``(dv, B, N)`` values; ``mask`` one of
+    strict_past | past | strict_future | future | none; ``rule`` AHA | UHA-leftmost |
+    UHA-rightmost; ``inv_tau`` 1/τ (unused unless ``soft``); ``rev``: accumulate from the last
+    position towards the first (the future masks).  Results as the NumPy reference's: soft and hard
+    ``(dv, B, N)`` float64, leak ``(B, N)`` float64, ties ``(B, N)`` int64.  Call only when
+    :func:`applies`; raises ``RuntimeError`` if the kernel is unavailable.  Source: THEORY §4
+    (structured selections), §7 (rounding; module docstring).
+    """
+    kernel = _kernel()
+    if kernel is None:
+        raise RuntimeError("the compiled head kernel is unavailable")
+    dv, B, N = V.shape
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    a = np.ascontiguousarray(st.a, dtype=np.float64)
+    bos = np.ascontiguousarray(np.broadcast_to(st.bos, (B, N)), dtype=np.float64)
+    if st.code is None:
+        code, has_code, lut = np.zeros((1, 1), dtype=np.int32), False, np.zeros(1, dtype=np.int64)
+    else:
+        code, has_code = np.ascontiguousarray(st.code, dtype=np.int32), True
+        lut = np.full(max(int(u) for u, _ in st.groups) + 1, -1, dtype=np.int64)
+        for gi, (u, _) in enumerate(st.groups):
+            lut[int(u)] = gi
+    G = len(st.groups)
+    offc = np.zeros(G)
+    offi = np.full(G, -1, dtype=np.int64)
+    arrs = []
+    for gi, (_, off) in enumerate(st.groups):
+        if isinstance(off, np.ndarray) and off.ndim > 0:
+            offi[gi] = len(arrs)
+            arrs.append(np.broadcast_to(off, (B, N)))
+        else:
+            offc[gi] = float(off)
+    offa = np.ascontiguousarray(np.stack(arrs), dtype=np.float64) if arrs else np.zeros((0, 1, 1))
+    hard = np.empty((dv, B, N))
+    ties = np.empty((B, N), dtype=np.int64)
+    if soft:
+        out_soft, leak = np.empty((dv, B, N)), np.empty((B, N))
+    else:
+        out_soft, leak = np.empty((dv, 1, 1)), np.empty((1, 1))
+    ok = kernel(a, code, has_code, lut, offc, offi, offa, bos, V, _MASK[mask], bool(rev), _RULE[rule],
+                float(inv_tau) if soft else 1.0, bool(soft), out_soft, hard, leak, ties)
+    if not ok:
+        return None
+    return (out_soft, hard, leak, ties) if soft else (None, hard, None, ties)
