@@ -81,11 +81,10 @@ def _build(numba):
         has = np.zeros(G, np.bool_)
         alast = np.zeros(G)
         E = np.zeros(G)
-        F = np.zeros((G, dv))
-        vlast = np.zeros((G, dv))
+        F = np.zeros((dv, G))  # (dv, G): a zeroing loop over l is strided, not a memset call
+        vlast = np.zeros((dv, G))
         plast = np.zeros(G, np.int64)
         s = np.empty(G)
-        num = np.empty(dv)
         M = N - 1
         left = rule == 1
         for b in range(B):
@@ -116,15 +115,15 @@ def _build(numba):
                             c = wexp(dif * -inv_tau)
                             E[g] = c * E[g] + c
                             for l in range(dv):
-                                F[g, l] = c * F[g, l] + c * vlast[g, l]
+                                F[l, g] = c * F[l, g] + c * vlast[l, g]
                     else:
                         has[g] = True
                         E[g] = 0.0
                         for l in range(dv):
-                            F[g, l] = 0.0
+                            F[l, g] = 0.0
                     alast[g] = ap
                     for l in range(dv):
-                        vlast[g, l] = V[l, b, p]
+                        vlast[l, g] = V[l, b, p]
                     plast[g] = p
                     continue
                 i = p
@@ -147,7 +146,7 @@ def _build(numba):
                         h = 0.0
                         for g in range(G):
                             if has[g] and s[g] == smax:
-                                h += vlast[g, l]
+                                h += vlast[l, g]
                         if sb == smax:
                             h += V[l, b, 0]
                         o_hard[l, b, i] = h / ties
@@ -161,12 +160,12 @@ def _build(numba):
                                 pick = q
                                 pg = g
                     for l in range(dv):
-                        o_hard[l, b, i] = V[l, b, 0] if pg < 0 else vlast[pg, l]
+                        o_hard[l, b, i] = V[l, b, 0] if pg < 0 else vlast[l, pg]
                 if not soft:
                     continue
                 rest = 0.0
-                for l in range(dv):
-                    num[l] = 0.0
+                for l in range(dv):  # the numerators accumulate in place (strided: no memset call per query)
+                    o_soft[l, b, i] = 0.0
                 for g in range(G):
                     if not has[g]:
                         continue
@@ -174,16 +173,16 @@ def _build(numba):
                     if w == 0.0:
                         continue
                     for l in range(dv):
-                        num[l] += (vlast[g, l] + F[g, l]) * w
+                        o_soft[l, b, i] += (vlast[l, g] + F[l, g]) * w
                     rest += (E[g] + (0.0 if s[g] == smax else 1.0)) * w
                 w = wexp((sb - smax) * inv_tau)
                 if w != 0.0:
                     for l in range(dv):
-                        num[l] += w * V[l, b, 0]
+                        o_soft[l, b, i] += w * V[l, b, 0]
                     rest += (0.0 if sb == smax else 1.0) * w
                 tot = rest + ties
                 for l in range(dv):
-                    o_soft[l, b, i] = num[l] / tot
+                    o_soft[l, b, i] /= tot
                 o_leak[b, i] = rest / tot
         return True
 
