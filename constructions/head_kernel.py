@@ -60,132 +60,141 @@ _MAX_CODE = 1 << 16
 _state: dict = {"kernel": None}
 
 
+#: the kernel's argument types (compiled eagerly, see :func:`_build`)
+_SIGNATURE = ("b1(f8[:, ::1], i4[:, ::1], b1, i8[::1], f8[::1], i8[::1], f8[:, :, ::1], f8[:, ::1], f8[:, ::1], "
+              "i8, b1, i8, f8, b1, f8[:, ::1], f8[:, ::1], f8[:, ::1], i8[:, ::1])")
+
+
 def _build(numba):
-    """Compile (or load from numba's cache) the fused kernel."""
+    """Compile (or load from numba's cache) the fused kernel, eagerly, with LLVM's loop vectoriser
+    off: every inner loop runs over the few groups of a head, and vectorised versions of such loops
+    (runtime trip counts, alias checks, AVX-512 spills) cost more than the loops themselves."""
     flush = EXP_FLUSH
+    saved = numba.config.LOOP_VECTORIZE
+    numba.config.LOOP_VECTORIZE = 0
+    try:
+        @numba.njit("f8(f8)", cache=True, nogil=True, fastmath=False, inline="always")
+        def wexp(d):  # pragma: no cover - compiled; exp_flush of one number
+            if d < flush:
+                return 0.0
+            if d == 0.0:
+                return 1.0
+            return np.exp(d)
 
-    @numba.njit(cache=True, nogil=True, fastmath=False, inline="always")
-    def wexp(d):  # pragma: no cover - compiled; exp_flush of one number
-        if d < flush:
-            return 0.0
-        if d == 0.0:
-            return 1.0
-        return np.exp(d)
-
-    @numba.njit(cache=True, nogil=True, fastmath=False)
-    def fused(a, code, has_code, lut, offc, offi, offa, bos, V, mask, rev, rule, inv_tau, soft,
-              o_soft, o_hard, o_leak, o_ties):  # pragma: no cover - compiled
-        # one loop body (no helper calls: numba would pass ~20 arrays per call with reference counts)
-        dv, B, N = V.shape
-        G = offc.shape[0]
-        has = np.zeros(G, np.bool_)
-        alast = np.zeros(G)
-        E = np.zeros(G)
-        F = np.zeros((dv, G))  # (dv, G): a zeroing loop over l is strided, not a memset call
-        vlast = np.zeros((dv, G))
-        plast = np.zeros(G, np.int64)
-        s = np.empty(G)
-        M = N - 1
-        left = rule == 1
-        for b in range(B):
-            for g in range(G):
-                has[g] = False
-            # step −1: query 0 (BOS only); then 2M steps, each taking in one member (in the
-            # accumulation order) or evaluating one query: mask none takes every member first; a
-            # strict mask evaluates query p before taking p in, an inclusive one after
-            for j in range(-1, 2 * M):
-                if j < 0:
-                    is_take = False
-                    p = 0
-                elif mask == 2:
-                    is_take = j < M
-                    p = (N - 1 - j if rev else j + 1) if is_take else j - M + 1
-                else:
-                    t = j >> 1
-                    is_take = (j & 1) == (1 if mask == 0 else 0)
-                    p = N - 1 - t if rev else t + 1
-                if is_take:
-                    g = lut[code[b, p - 1]] if has_code else 0
-                    ap = a[b, p]
-                    if has[g]:
-                        dif = ap - alast[g]
-                        if not dif > 0.0:
-                            return False
-                        if soft:
-                            c = wexp(dif * -inv_tau)
-                            E[g] = c * E[g] + c
-                            for l in range(dv):
-                                F[l, g] = c * F[l, g] + c * vlast[l, g]
-                    else:
-                        has[g] = True
-                        E[g] = 0.0
-                        for l in range(dv):
-                            F[l, g] = 0.0
-                    alast[g] = ap
-                    for l in range(dv):
-                        vlast[l, g] = V[l, b, p]
-                    plast[g] = p
-                    continue
-                i = p
-                sb = bos[b, i]
-                smax = sb
+        @numba.njit(_SIGNATURE, cache=True, nogil=True, fastmath=False)
+        def fused(a, code, has_code, lut, offc, offi, offa, bos, V, mask, rev, rule, inv_tau, soft,
+                  o_soft, o_hard, o_leak, o_ties):  # pragma: no cover - compiled
+            # one value column V (B, N); one loop body (no helper calls: numba would pass ~20 arrays
+            # per call with reference counts); the state of each group's latest member in scalars
+            # per group: has, score a, value, position, tails E and F
+            B, N = V.shape
+            G = offc.shape[0]
+            has = np.zeros(G, np.bool_)
+            alast = np.zeros(G)
+            E = np.zeros(G)
+            F = np.zeros(G)
+            vlast = np.zeros(G)
+            plast = np.zeros(G, np.int64)
+            s = np.empty(G)
+            M = N - 1
+            left = rule == 1
+            step = -1 if rev else 1  # the accumulation order: positions p0, p0 + step, …
+            p0 = N - 1 if rev else 1
+            shift = step if mask == 0 else 0  # a strict mask takes the previous position in
+            for b in range(B):
                 for g in range(G):
-                    if has[g]:
-                        o = offc[g] if offi[g] < 0 else offa[offi[g], b, i]
-                        sg = alast[g] + o
-                        s[g] = sg
-                        if sg > smax:
-                            smax = sg
-                ties = 1 if sb == smax else 0
-                for g in range(G):
-                    if has[g] and s[g] == smax:
-                        ties += 1
-                o_ties[b, i] = ties
-                if rule == 0:  # AHA: the mean over the argmax candidates, in the reference's order
-                    for l in range(dv):
-                        h = 0.0
-                        for g in range(G):
-                            if has[g] and s[g] == smax:
-                                h += vlast[l, g]
-                        if sb == smax:
-                            h += V[l, b, 0]
-                        o_hard[l, b, i] = h / ties
-                else:  # UHA: the leftmost / rightmost argmax position (BOS is position 0)
-                    pick = 0 if sb == smax else -1
-                    pg = -1
+                    has[g] = False
+                v0 = V[b, 0]
+                # iteration −1 evaluates query 0 (BOS only); every later one takes in at most one
+                # member (tp, in the accumulation order), then evaluates at most one query (qp): a
+                # strict mask takes the previous position in before query p, an inclusive one p
+                # itself; mask none takes every member in (M iterations) before every query (M more)
+                for it in range(-1, 2 * M if mask == 2 else M + 1):
+                    if it < 0:
+                        tp, qp = -1, 0
+                    elif mask == 2:
+                        tp = p0 + it * step if it < M else -1
+                        qp = it - M + 1 if it >= M else -1
+                    else:  # it = M: a strict mask's last member (no query sees it; the check of a's order)
+                        qp = p0 + it * step if it < M else -1
+                        tp = p0 + it * step - shift
+                        if tp == 0 or tp == N:  # before the first or after the last position
+                            tp = -1
+                    if tp >= 0:
+                        g = lut[code[b, tp - 1]] if has_code else 0
+                        ap = a[b, tp]
+                        if has[g]:
+                            dif = ap - alast[g]
+                            if not dif > 0.0:
+                                return False
+                            if soft:  # E_t = c_t·E_{t−1} + c_t, F_t = c_t·F_{t−1} + c_t·v_{t−1}
+                                c = wexp(dif * -inv_tau)
+                                E[g] = c * E[g] + c
+                                F[g] = c * F[g] + c * vlast[g]
+                        else:
+                            has[g] = True
+                            E[g] = 0.0
+                            F[g] = 0.0
+                        alast[g] = ap
+                        vlast[g] = V[b, tp]
+                        plast[g] = tp
+                    if qp < 0:
+                        continue
+                    i = qp
+                    sb = bos[b, i]
+                    smax = sb
                     for g in range(G):
-                        if has[g] and s[g] == smax:
-                            q = plast[g]
-                            if pick < 0 or (q < pick if left else q > pick):
-                                pick = q
+                        if has[g]:
+                            sg = alast[g] + (offc[g] if offi[g] < 0 else offa[offi[g], b, i])
+                            s[g] = sg
+                            if sg > smax:
+                                smax = sg
+                    # one pass over the groups in the reference's order: ties, hard output, soft sums
+                    ties = 0
+                    h = 0.0
+                    pick = -1
+                    pg = -1
+                    num = 0.0
+                    rest = 0.0
+                    for g in range(G):
+                        if not has[g]:
+                            continue
+                        top = s[g] == smax
+                        if top:
+                            ties += 1
+                            if rule == 0:
+                                h += vlast[g]
+                            elif pick < 0 or (plast[g] < pick if left else plast[g] > pick):
+                                pick = plast[g]
                                 pg = g
-                    for l in range(dv):
-                        o_hard[l, b, i] = V[l, b, 0] if pg < 0 else vlast[l, pg]
-                if not soft:
-                    continue
-                rest = 0.0
-                for l in range(dv):  # the numerators accumulate in place (strided: no memset call per query)
-                    o_soft[l, b, i] = 0.0
-                for g in range(G):
-                    if not has[g]:
+                        if soft:
+                            w = wexp((s[g] - smax) * inv_tau)
+                            if w != 0.0:
+                                num += (vlast[g] + F[g]) * w
+                                rest += (E[g] + (0.0 if top else 1.0)) * w
+                    if sb == smax:  # BOS last (position 0: the leftmost)
+                        ties += 1
+                        if rule == 0:
+                            h += v0
+                        elif left or pick < 0:
+                            pg = -1
+                    o_ties[b, i] = ties
+                    if rule == 0:  # AHA: the mean over the argmax candidates
+                        o_hard[b, i] = h / ties
+                    else:  # UHA: the leftmost / rightmost argmax position
+                        o_hard[b, i] = v0 if pg < 0 else vlast[pg]
+                    if not soft:
                         continue
-                    w = wexp((s[g] - smax) * inv_tau)
-                    if w == 0.0:
-                        continue
-                    for l in range(dv):
-                        o_soft[l, b, i] += (vlast[l, g] + F[l, g]) * w
-                    rest += (E[g] + (0.0 if s[g] == smax else 1.0)) * w
-                w = wexp((sb - smax) * inv_tau)
-                if w != 0.0:
-                    for l in range(dv):
-                        o_soft[l, b, i] += w * V[l, b, 0]
-                    rest += (0.0 if sb == smax else 1.0) * w
-                tot = rest + ties
-                for l in range(dv):
-                    o_soft[l, b, i] /= tot
-                o_leak[b, i] = rest / tot
-        return True
-
+                    w = wexp((sb - smax) * inv_tau)
+                    if w != 0.0:
+                        num += w * v0
+                        rest += (0.0 if sb == smax else 1.0) * w
+                    tot = rest + ties
+                    o_soft[b, i] = num / tot
+                    o_leak[b, i] = rest / tot
+            return True
+    finally:
+        numba.config.LOOP_VECTORIZE = saved
     return fused
 
 
@@ -230,7 +239,8 @@ def fused_eval(st, V: np.ndarray, mask: str, rule: str, inv_tau, soft: bool, rev
     dv, B, N = V.shape
     V = np.ascontiguousarray(V, dtype=np.float64)
     a = np.ascontiguousarray(st.a, dtype=np.float64)
-    bos = np.ascontiguousarray(np.broadcast_to(st.bos, (B, N)), dtype=np.float64)
+    bos = st.bos if st.bos.shape == (B, N) else np.broadcast_to(st.bos, (B, N))
+    bos = np.require(bos, dtype=np.float64, requirements=["C", "W"])  # the kernel's types: writable, C order
     if st.code is None:
         code, has_code, lut = np.zeros((1, 1), dtype=np.int32), False, np.zeros(1, dtype=np.int64)
     else:
@@ -251,12 +261,14 @@ def fused_eval(st, V: np.ndarray, mask: str, rule: str, inv_tau, soft: bool, rev
     offa = np.ascontiguousarray(np.stack(arrs), dtype=np.float64) if arrs else np.zeros((0, 1, 1))
     hard = np.empty((dv, B, N))
     ties = np.empty((B, N), dtype=np.int64)
-    if soft:
-        out_soft, leak = np.empty((dv, B, N)), np.empty((B, N))
-    else:
-        out_soft, leak = np.empty((dv, 1, 1)), np.empty((1, 1))
-    ok = kernel(a, code, has_code, lut, offc, offi, offa, bos, V, _MASK[mask], bool(rev), _RULE[rule],
-                float(inv_tau) if soft else 1.0, bool(soft), out_soft, hard, leak, ties)
+    out_soft = np.empty((dv, B, N)) if soft else np.empty((dv, 1, 1))
+    leak = np.empty((B, N)) if soft else np.empty((1, 1))
+    # one call per value column (dv is 1 for a selection head): the scores, ties and leak it
+    # recomputes are the same numbers each time
+    ok = True
+    for l in range(dv):
+        ok = ok and kernel(a, code, has_code, lut, offc, offi, offa, bos, V[l], _MASK[mask], bool(rev), _RULE[rule],
+                           float(inv_tau) if soft else 1.0, bool(soft), out_soft[l], hard[l], leak, ties)
     if not ok:
         return None
     return (out_soft, hard, leak, ties) if soft else (None, hard, None, ties)
