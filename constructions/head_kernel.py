@@ -237,14 +237,15 @@ def fused_eval(st, V: np.ndarray, mask: str, rule: str, inv_tau, soft: bool, rev
     if kernel is None:
         raise RuntimeError("the compiled head kernel is unavailable")
     dv, B, N = V.shape
-    V = np.ascontiguousarray(V, dtype=np.float64)
-    a = np.ascontiguousarray(st.a, dtype=np.float64)
+    CW = ["C", "W"]  # the kernel's argument types: C order, writable (copies only when not already)
+    V = np.require(V, dtype=np.float64, requirements=CW)
+    a = np.require(st.a, dtype=np.float64, requirements=CW)
     bos = st.bos if st.bos.shape == (B, N) else np.broadcast_to(st.bos, (B, N))
-    bos = np.require(bos, dtype=np.float64, requirements=["C", "W"])  # the kernel's types: writable, C order
+    bos = np.require(bos, dtype=np.float64, requirements=CW)
     if st.code is None:
         code, has_code, lut = np.zeros((1, 1), dtype=np.int32), False, np.zeros(1, dtype=np.int64)
     else:
-        code, has_code = np.ascontiguousarray(st.code, dtype=np.int32), True
+        code, has_code = np.require(st.code, dtype=np.int32, requirements=CW), True
         lut = np.full(max(int(u) for u, _ in st.groups) + 1, -1, dtype=np.int64)
         for gi, (u, _) in enumerate(st.groups):
             lut[int(u)] = gi
