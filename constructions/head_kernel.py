@@ -5,26 +5,34 @@ stays the reference; it makes ~40 passes over ``(B, N)`` arrays (candidate score
 argmax masks, tie counts, hard output, ``exp`` factors, the group scan, gathers at each query's best
 member, the soft accumulation).  :func:`fused_eval` computes the same four results — soft output
 ``(dv, B, N)``, hard output ``(dv, B, N)``, leak ``(B, N)``, tie counts ``(B, N)`` — in one
-sequential pass per batch row (two for mask ``none``): it walks the real positions in the
-accumulation order, keeps per group the state of its latest member (score ``a``, value, position,
-and the relative tail weights ``E``, ``F_l`` of the members before it), and evaluates each query
-when the members it sees have been taken in (before position ``i`` for the strict masks, after it
-for the inclusive ones, after all for ``none``).
+sequential pass per batch row and value column (two for mask ``none``): it walks the real
+positions in the accumulation order, keeps per group the state of its latest member (score ``a``,
+value, position, and the relative tail weights ``E``, ``F`` of the members before it), and
+evaluates each query when the members it sees have been taken in (before position ``i`` for the
+strict masks, after it for the inclusive ones, after all for ``none``).  A selection head has one
+value column; with more, the scores, ties and leak are recomputed per column (the same numbers).
+
+Speed (numbers and commands: benchmarks/README.md, ISSUE 16 "third pass: kernel"): two choices
+matter most — no helper calls inside the loop (numba passes arrays to a non-inlined call with
+reference counts) and LLVM's loop vectoriser off for this kernel (every inner loop runs over the
+few groups of a head; vectorised versions of such loops cost more than the loops).
 
 Rounding (re-checked for this order; THEORY §7, :func:`softhard.constructions.simulate.leak_rounding_allowance`):
 
 * the group tails follow the recurrence ``E_t = c_t·E_{t−1} + c_t``, ``F_t = c_t·F_{t−1} + c_t·v_{t−1}``
   with ``c_t = exp_flush((a_t − a_{t−1})·(−1/τ))`` — the same difference, product and flush as the
   reference, purely sequentially (no recursion levels): the coefficient of a member ``s`` in a
-  query's tail is ``Π_{r=s+1..t} c_r`` formed with one ``exp`` (≤ 8u; libm's is < 1 ulp), one
+  query's tail is ``Π_{r=s+1..t} c_r`` formed with one ``exp`` (≤ 8u granted; libm's measured ≤ 0.506 ulp), one
   multiplication and one addition per factor, i.e. within the ``10u`` per factor of the allowance's
   ``(10N + 64)u`` (the reference's blocked scan spends up to two more roundings per level, also
   inside the ``64u``).  The exponent arguments are the reference's (differences of neighbouring
   members, telescoping: the ``4.02u·X`` term);
 * every query then combines its ≤ ``max_groups + 1`` candidates in the reference's order (groups in
-  ``st.groups`` order, then BOS): ``num_l += (v_l + F_l)·w``, ``rest += (E + [not argmax])·w``,
+  ``st.groups`` order, then BOS): ``num += (v + F)·w``, ``rest += (E + [not argmax])·w``,
   ``tot = rest + ties``, ``soft = num/tot``, ``leak = rest/tot`` with ``w = exp_flush((s − s*)/τ)``
-  — operation for operation the reference's, hence inside its constant ``64u``;
+  — operation for operation the reference's, hence inside its constant ``64u`` (a candidate whose
+  weight flushes to 0 is skipped: the reference adds 0);
+* ``exp`` is the platform libm's (measured ≤ 0.506 ulp, THEORY §7; the allowance grants 8u);
 * no contraction to FMA (numba's default ``fastmath=False``), no reassociation.
 
 So the allowance bounds the kernel's error against the exact softmax exactly as it bounds the
@@ -69,18 +77,11 @@ def _build(numba):
     """Compile (or load from numba's cache) the fused kernel, eagerly, with LLVM's loop vectoriser
     off: every inner loop runs over the few groups of a head, and vectorised versions of such loops
     (runtime trip counts, alias checks, AVX-512 spills) cost more than the loops themselves."""
-    flush = EXP_FLUSH
+    flush = EXP_FLUSH  # the only closure variable: a float pickles the same in every process, so
+    # numba's cache key (which hashes closure cells) is stable — a closed-over jitted helper is not
     saved = numba.config.LOOP_VECTORIZE
     numba.config.LOOP_VECTORIZE = 0
     try:
-        @numba.njit("f8(f8)", cache=True, nogil=True, fastmath=False, inline="always")
-        def wexp(d):  # pragma: no cover - compiled; exp_flush of one number
-            if d < flush:
-                return 0.0
-            if d == 0.0:
-                return 1.0
-            return np.exp(d)
-
         @numba.njit(_SIGNATURE, cache=True, nogil=True, fastmath=False)
         def fused(a, code, has_code, lut, offc, offi, offa, bos, V, mask, rev, rule, inv_tau, soft,
                   o_soft, o_hard, o_leak, o_ties):  # pragma: no cover - compiled
@@ -128,7 +129,8 @@ def _build(numba):
                             if not dif > 0.0:
                                 return False
                             if soft:  # E_t = c_t·E_{t−1} + c_t, F_t = c_t·F_{t−1} + c_t·v_{t−1}
-                                c = wexp(dif * -inv_tau)
+                                d = dif * -inv_tau
+                                c = 0.0 if d < flush else np.exp(d)  # exp_flush
                                 E[g] = c * E[g] + c
                                 F[g] = c * F[g] + c * vlast[g]
                         else:
@@ -168,7 +170,8 @@ def _build(numba):
                                 pick = plast[g]
                                 pg = g
                         if soft:
-                            w = wexp((s[g] - smax) * inv_tau)
+                            d = (s[g] - smax) * inv_tau  # exp_flush; exp(0) = 1 exactly
+                            w = 0.0 if d < flush else (1.0 if d == 0.0 else np.exp(d))
                             if w != 0.0:
                                 num += (vlast[g] + F[g]) * w
                                 rest += (E[g] + (0.0 if top else 1.0)) * w
@@ -185,7 +188,8 @@ def _build(numba):
                         o_hard[b, i] = v0 if pg < 0 else vlast[pg]
                     if not soft:
                         continue
-                    w = wexp((sb - smax) * inv_tau)
+                    d = (sb - smax) * inv_tau
+                    w = 0.0 if d < flush else (1.0 if d == 0.0 else np.exp(d))
                     if w != 0.0:
                         num += w * v0
                         rest += (0.0 if sb == smax else 1.0) * w

@@ -218,3 +218,22 @@ def test_threshold_and_switch_off():
     env = dict(os.environ, SOFTHARD_NUMBA="0")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]  # forced NumPy path, numba never imported
+
+
+def test_numba_cache_shared_by_concurrent_processes(tmp_path):
+    # two processes (as two xdist workers) compile into one empty cache at once; both succeed, and a
+    # third loads the kernel from the cache without compiling (a cache key that changed per process,
+    # e.g. from a closed-over jitted helper, would make every process recompile for ~2.5 s)
+    code = ("from softhard.constructions import head_kernel as k; f = k._kernel(); "
+            "print(sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values()))")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    env.pop("SOFTHARD_NUMBA", None)
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    # each compiled, or (started late under load) found the other's complete entry
+    assert all(o.split() in (["0", "1"], ["1", "0"]) for o in outs)
+    third = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert third.stdout.split() == ["1", "0"]  # a cache hit, no compilation
+    assert len(list(tmp_path.rglob("*.nbi"))) == 1
