@@ -17,6 +17,9 @@ blocked scan (one multiplication, one addition per factor, plus two per level). 
 reference path.  tests/constructions/test_scan_kernel.py compares both paths with an 80-bit
 reference and with each other within that allowance.
 
+Since the fused head kernel (:mod:`softhard.constructions.head_kernel`) evaluates whole heads on
+words of at least ``MIN_MEMBERS`` positions, this scan serves the NumPy reference path at such
+lengths only where the fused kernel does not apply (a rule or group code it does not take).
 Used only for groups of at least :data:`MIN_MEMBERS` members (below that, importing numba and
 loading the compiled kernel would cost more than it saves) and when numba imports; set
 ``SOFTHARD_NUMBA=0`` to use the NumPy path always.  Without numba the NumPy path runs, with one
