@@ -86,8 +86,8 @@ def _build(numba):
         def fused(a, code, has_code, lut, offc, offi, offa, bos, V, mask, rev, rule, inv_tau, soft,
                   o_soft, o_hard, o_leak, o_ties):  # pragma: no cover - compiled
             # one value column V (B, N); one loop body (no helper calls: numba would pass ~20 arrays
-            # per call with reference counts); the state of each group's latest member in scalars
-            # per group: has, score a, value, position, tails E and F
+            # per call with reference counts); the state of each group's latest member in small
+            # per-group arrays: has, score a, value, position, tails E and F
             B, N = V.shape
             G = offc.shape[0]
             has = np.zeros(G, np.bool_)
@@ -264,16 +264,18 @@ def fused_eval(st, V: np.ndarray, mask: str, rule: str, inv_tau, soft: bool, rev
         else:
             offc[gi] = float(off)
     offa = np.ascontiguousarray(np.stack(arrs), dtype=np.float64) if arrs else np.zeros((0, 1, 1))
-    hard = np.empty((dv, B, N))
+    cols = max(dv, 1)  # no value column: one call on a zero column for the ties and the leak
+    Vk = V if dv else np.zeros((1, B, N))
+    hard = np.empty((cols, B, N))
     ties = np.empty((B, N), dtype=np.int64)
-    out_soft = np.empty((dv, B, N)) if soft else np.empty((dv, 1, 1))
+    out_soft = np.empty((cols, B, N)) if soft else np.empty((cols, 1, 1))
     leak = np.empty((B, N)) if soft else np.empty((1, 1))
     # one call per value column (dv is 1 for a selection head): the scores, ties and leak it
     # recomputes are the same numbers each time
     ok = True
-    for l in range(dv):
-        ok = ok and kernel(a, code, has_code, lut, offc, offi, offa, bos, V[l], _MASK[mask], bool(rev), _RULE[rule],
+    for l in range(cols):
+        ok = ok and kernel(a, code, has_code, lut, offc, offi, offa, bos, Vk[l], _MASK[mask], bool(rev), _RULE[rule],
                            float(inv_tau) if soft else 1.0, bool(soft), out_soft[l], hard[l], leak, ties)
     if not ok:
         return None
-    return (out_soft, hard, leak, ties) if soft else (None, hard, None, ties)
+    return (out_soft[:dv], hard[:dv], leak, ties) if soft else (None, hard[:dv], None, ties)

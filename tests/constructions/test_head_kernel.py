@@ -147,7 +147,7 @@ def test_kernel_equals_reference_and_80_bit_softmax(monkeypatch_session, B, N, G
     scores = [np.abs(st.a).max(), np.abs(st.bos).max()] + [np.abs(o).max() for _, o in st.groups]
     allow = leak_rounding_allowance(float(2 * max(scores)), 1, inv_tau, N)
     abs_err = (10 * N + 64) * (N + 1) * 2.0 ** -1016
-    vmax = float(np.abs(V).max())
+    vmax = float(np.abs(V).max(initial=0.0))
     for soft, _, leak, _ in (fast, ref):
         # leak: a sum of non-negative terms over another: relative allowance (THEORY §7)
         assert np.all(np.abs(leak - l_ex) <= allow * l_ex + abs_err)
@@ -162,6 +162,20 @@ def monkeypatch_session():
     mp = pytest.MonkeyPatch()
     yield mp
     mp.undo()
+
+
+@pytest.mark.parametrize("mask", MASKS)
+def test_kernel_without_value_columns_still_gives_ties_and_leak(monkeypatch, mask):
+    # dv = 0 (the NumPy reference needs a value column): the kernel runs once on a stand-in column
+    rng = np.random.default_rng(7)
+    st, V = random_struct(rng, 2, 20, 2, 0, mask not in ("strict_future", "future"), True, False)
+    monkeypatch.setattr(head_kernel, "MIN_POSITIONS", 0)
+    soft, hard, leak, ties = structured_eval(st, V, mask, "AHA", 1.0, True)
+    _, _, l_ex, t_ex = brute(st, V, mask, "AHA", 1.0)
+    assert soft.shape == hard.shape == (0, 2, 20)
+    assert np.array_equal(ties, t_ex)
+    allow = leak_rounding_allowance(float(2 * max(np.abs(st.a).max(), np.abs(st.bos).max(), 2.0)), 1, 1.0, 20)
+    assert np.all(np.abs(leak - l_ex) <= allow * l_ex) and float(l_ex.max()) > 0.01
 
 
 @pytest.mark.parametrize("mask", MASKS)
