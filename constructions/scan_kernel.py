@@ -17,6 +17,9 @@ blocked scan (one multiplication, one addition per factor, plus two per level). 
 reference path.  tests/constructions/test_scan_kernel.py compares both paths with an 80-bit
 reference and with each other within that allowance.
 
+Since the fused head kernel (:mod:`softhard.constructions.head_kernel`) evaluates whole heads on
+words of at least ``MIN_MEMBERS`` positions, this scan serves the NumPy reference path at such
+lengths only where the fused kernel does not apply (a rule or group code it does not take).
 Used only for groups of at least :data:`MIN_MEMBERS` members (below that, importing numba and
 loading the compiled kernel would cost more than it saves) and when numba imports; set
 ``SOFTHARD_NUMBA=0`` to use the NumPy path always.  Without numba the NumPy path runs, with one
@@ -37,13 +40,15 @@ import numpy as np
 #: a certify's numeric confirmation (capped at n = 10^5)
 MIN_MEMBERS = 1 << 18
 
-_state: dict = {"tried": False, "kernel": None}
+_state: dict = {"tried": False, "numba": None, "kernel": None}
 
 
-def _compile():
-    """The jitted kernel, or None when numba is missing or turned off (one note on stderr)."""
+def load_numba():
+    """The ``numba`` module, or None when it is missing or turned off (``SOFTHARD_NUMBA=0``); imported
+    once per process, on the first large scan (one note on stderr when it is missing).  Shared by
+    this module and :mod:`softhard.constructions.head_kernel`."""
     if _state["tried"]:
-        return _state["kernel"]
+        return _state["numba"]
     _state["tried"] = True
     if os.environ.get("SOFTHARD_NUMBA", "1") == "0":
         return None
@@ -52,6 +57,17 @@ def _compile():
     except ImportError:
         print("softhard: numba is not installed; the O(n) attention scan runs on the NumPy path "
               "(pip install numba for the compiled kernel)", file=sys.stderr)
+        return None
+    _state["numba"] = numba
+    return numba
+
+
+def _compile():
+    """The jitted kernel, or None when numba is missing or turned off."""
+    if _state["kernel"] is not None:
+        return _state["kernel"]
+    numba = load_numba()
+    if numba is None:
         return None
 
     @numba.njit(cache=True, nogil=True, fastmath=False)

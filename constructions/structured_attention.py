@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .head_kernel import applies as fused_applies
+from .head_kernel import fused_eval
 from .residual import Columns, nonzero_rows
 from .scan_kernel import available as scan_available
 from .scan_kernel import group_scan
@@ -199,12 +201,21 @@ def affine_scan(alpha: np.ndarray, betas: list[np.ndarray]) -> list[np.ndarray]:
 
 def structured_eval(st: _Struct, V: np.ndarray, mask: str, rule: str, inv_tau, soft: bool):
     """Exact O(N·G·dv) evaluation of a structured head; ``None`` if ``a`` is not strictly
-    increasing within a group in the mask's accumulation order (then use the dense path)."""
+    increasing within a group in the mask's accumulation order (then use the dense path).
+
+    Words of at least :data:`~softhard.constructions.head_kernel.MIN_POSITIONS` positions run on the
+    fused compiled kernel (:func:`~softhard.constructions.head_kernel.fused_eval`) when numba is
+    available; shorter ones (and ``SOFTHARD_NUMBA=0``) on the NumPy reference below."""
     if st.a is None and rule == "AHA":  # every member of a group ties (THEORY §4b average-hard heads)
         return _tied_eval(st, V, mask, inv_tau, soft)
     orders = [False, True] if mask == "none" else [mask in ("strict_future", "future")]
+    # long words: the fused compiled pass (head_kernel.py), same results within the rounding allowance
+    fused = fused_applies(st, rule, V.shape[2])
     for rev in orders:
-        res = _structured_eval_order(st, V, mask, rule, inv_tau, soft, rev)
+        if fused:
+            res = fused_eval(st, V, mask, rule, inv_tau, soft, rev)
+        else:
+            res = _structured_eval_order(st, V, mask, rule, inv_tau, soft, rev)
         if res is not None:
             return res
     return None
