@@ -15,7 +15,7 @@ from softhard.bounds import derive as D
 from softhard.bounds import selection as S
 from softhard.bounds.core import beta, eta, n, tau
 from softhard.bounds.fastfn import Unsupported, compile_expr
-from softhard.constructions.compile import compile_formula
+from softhard.constructions.compile import assign_attention, compile_formula
 from softhard.constructions.parse import parse_formula
 
 SHAPES = [(r, kc, d) for r in ("T", "U") for kc in (False, True) for d in (1, 2, 3)]
@@ -76,6 +76,39 @@ def test_cached_derive_and_claim_substitution_equal_live(cache_dir, monkeypatch)
         assert same(live[v].bound.leak.subs(subs), a) and same(a, b)
         assert same(sp.latex(live[v].bound.leak, symbol_names={tau: r"\tau", beta: r"\beta", eta: r"\eta"}),
                     D.latex(cached[v].bound.leak))
+
+
+@pytest.mark.parametrize("regime", ["T", "U"])
+def test_cached_output_bounds_equal_live(cache_dir, monkeypatch, regime):
+    """The AHA output bound (regime T) and the regime-U unique output bounds (``P``/``F`` of keys
+    first possible at positions 1 and 2) come from the cache identical to a live derivation, from
+    memory and from disk."""
+    g = compile_formula(parse_formula("P a & P (b & Y a) & F b"), ["a", "b"])
+    assign_attention(g, regime, None)
+    monkeypatch.setenv("SOFTHARD_CACHE", "0")
+    live = D.derive(g, regime)
+    live_alt = {v: D.alternative_bound(g, v, regime) for v in live}
+    monkeypatch.setenv("SOFTHARD_CACHE", "1")
+    C._memory.clear()
+    first = D.derive(g, regime)
+    C._memory.clear()  # the disk layer
+    again = D.derive(g, regime)
+    assert any(cache_dir.rglob("*.json"))
+    kinds_seen = set()
+    for v, nb in live.items():
+        kinds_seen.add(nb.bound.kind)
+        for k, x in fields(nb.bound).items():
+            assert same(x, fields(first[v].bound)[k]) and same(x, fields(again[v].bound)[k]), (v, k)
+        alt = D.alternative_bound(g, v, regime)
+        assert (alt is None) == (live_alt[v] is None)
+        if alt is not None:
+            assert alt[0] == live_alt[v][0]
+            for k, x in fields(live_alt[v][1]).items():
+                assert same(x, fields(alt[1])[k]), (v, k)
+    # the shapes this test is about: AHA output bounds in T, unique output bounds (key_first 1 and 2) in U
+    assert ("average-selection" in kinds_seen) == (regime == "T")
+    if regime == "U":
+        assert {g.nodes[v].get("key_first") for v in live if g.nodes[v].get("average_ok")} == {1, 2}
 
 
 def test_key_depends_on_inputs_and_sources(cache_dir, monkeypatch):
