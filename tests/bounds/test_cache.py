@@ -111,6 +111,22 @@ def test_cached_output_bounds_equal_live(cache_dir, monkeypatch, regime):
         assert {g.nodes[v].get("key_first") for v in live if g.nodes[v].get("average_ok")} == {1, 2}
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+def test_cached_srepr_and_str_equal_live(cache_dir, shape):
+    """``srepr_of``/``str_of`` give SymPy's own texts of every field of a bound and of its claim at
+    exact parameters, computed once and then served from memory and from disk."""
+    r, kc, d = shape
+    b = S.selection_bound(r, key_const=kc, spacing=d)
+    subs = {beta: sp.Rational(1, 4), eta: sp.Rational(1, 4), tau: sp.Rational(125, 693147248)}
+    exprs = [x for x in fields(b).values() if isinstance(x, sp.Basic)] + [b.leak.subs(subs)]
+    for e in exprs:
+        live = (sp.srepr(e), str(e))
+        assert (C.srepr_of(e), C.str_of(e)) == live
+        C._memory.clear()  # the disk layer
+        assert (C.srepr_of(e), C.str_of(e)) == live
+    assert len(list(cache_dir.rglob("*.json"))) >= len({sp.srepr(e) for e in exprs})
+
+
 def test_key_depends_on_inputs_and_sources(cache_dir, monkeypatch):
     a = C._key("selection", ["T", False, 1])
     assert a != C._key("selection", ["T", False, 2])
