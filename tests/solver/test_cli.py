@@ -224,6 +224,35 @@ def test_help_and_usage_errors_load_no_stage(argv):
     assert not {m for m in imported if m.startswith("softhard.solver.cli.handlers")}
 
 
+@pytest.mark.parametrize("src", [[str(EXAMPLES / "tomita4.ltl")], [], ["Y a", "--alphabet", "ab"],
+                                 ["--model", str(EXAMPLES / "models" / "ab_subsequence.json")]])
+def test_an_existing_output_file_is_refused_before_any_stage_loads(tmp_path, src):
+    """``certify -o FILE`` with FILE present (no --force) exits 2 with one line before the handler
+    (and NumPy, SymPy, Z3) is imported; the file is untouched.  A missing input file is still the
+    first thing reported, and a batch's output is still the handler's to check."""
+    import os
+    import shutil
+    exe = shutil.which("softhard", path=str(Path(sys.executable).parent))
+    out_file = tmp_path / "cert.json"
+    out_file.write_text("mine")
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    out = subprocess.run([exe, "certify", *src, "-o", str(out_file)], capture_output=True, text=True, env=env)
+    assert out.returncode == 2
+    lines = [x for x in out.stderr.splitlines() if not x.startswith("import time:")]
+    assert lines == [f"softhard: error: {out_file}: file exists; use --force to overwrite it"]
+    imported = {x.rsplit("|", 1)[-1].strip() for x in out.stderr.splitlines() if x.startswith("import time:")}
+    assert "softhard.solver.cli.options" in imported  # the listing works
+    assert not {m.split(".")[0] for m in imported} & STAGE_PACKAGES
+    assert out_file.read_text() == "mine"
+    # the input first, as before: a missing file, then a batch's "is a file"
+    miss = subprocess.run([exe, "certify", str(tmp_path / "nope.ltl"), "-o", str(out_file)], capture_output=True,
+                          text=True)
+    assert miss.returncode == 2 and "no such file" in miss.stderr and "exists" not in miss.stderr
+    if src and not src[0].startswith("--"):
+        two = subprocess.run([exe, "certify", src[0], src[0], "-o", str(out_file)], capture_output=True, text=True)
+        assert two.returncode == 2 and "is a file; a batch writes one certificate per job" in two.stderr
+
+
 def test_building_the_parser_loads_no_stage():
     code = ("import sys, contextlib, io; import softhard.solver.cli as c\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
