@@ -69,3 +69,18 @@ def test_beyond_float_n_gives_the_representation_error_not_an_overflow():
     n_huge = 10**400 - 1
     with pytest.raises(RepresentationError, match=r"at n = 1\.0e\+400 the bound needs 1/tau > 1e300"):
         D.required_inv_tau(leak, n_value=n_huge, eta_value=c.eta, beta_value=c.beta)
+
+
+def test_evaluate_is_memoised_without_changing_a_value():
+    """``evaluate`` returns the memoised value of the same call (a confirmation repeats about half of
+    its calls), equal to an unmemoised evaluation and to a separate 80-digit one; a float and an
+    equal Fraction are separate entries (their magnitudes set the working precision)."""
+    for x in (Fraction(1, 2), 0.5, Fraction(5545178), 37):
+        for nv in (2, 10, 10**6):
+            a = D.evaluate(LEAK_T, n_value=nv, inv_tau=x)
+            assert D.evaluate(LEAK_T, n_value=nv, inv_tau=x) is a  # served from the memo
+            with mpmath.workdps(90):
+                plain = D._evaluate.__wrapped__(LEAK_T, nv, None, x, Fraction(1, 4), Fraction(1, 4))
+                assert a == plain
+                assert abs(a - mp_value(LEAK_T, nv, float(x))) <= abs(a) * mpmath.mpf(10) ** -45  # (x is a float exactly)
+    assert D.evaluate(LEAK_T, n_value=10, inv_tau=0.5) is not D.evaluate(LEAK_T, n_value=10, inv_tau=Fraction(1, 2))
