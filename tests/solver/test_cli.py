@@ -253,6 +253,31 @@ def test_an_existing_output_file_is_refused_before_any_stage_loads(tmp_path, src
         assert two.returncode == 2 and "is a file; a batch writes one certificate per job" in two.stderr
 
 
+def test_a_formula_certify_and_verify_load_no_model_or_tracr_code(tmp_path):
+    """The certify kinds (handlers/certify.py ``CERTIFY``) and the verify registry
+    (solver/kinds.py ``KINDS``) import a kind's modules only when that kind is used; every name in
+    them resolves to one of our modules."""
+    out = tmp_path / "t.json"
+    code = ("import sys, softhard.solver.cli as c\n"
+            f"assert c.main(['certify', 'Y a', '--alphabet', 'ab', '--n-max', '50', '--no-numeric', '-o', {str(out)!r}]) == 0\n"
+            f"assert c.main(['verify', {str(out)!r}]) == 0\n"
+            "print(sorted(m for m in sys.modules if m.startswith('softhard.')))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    loaded = set(eval(run.stdout.strip().splitlines()[-1]))
+    assert {"softhard.solver.certificate", "softhard.solver.cli.handlers.certify", "softhard.solver.kinds"} <= loaded
+    lazy = {"softhard.solver.models", "softhard.solver.tracr", "softhard.constructions.modelfile",
+            "softhard.constructions.tracr_load", "softhard.solver.cli.handlers.certify_model",
+            "softhard.solver.cli.handlers.certify_tracr"}
+    assert not lazy & loaded, lazy & loaded
+    from softhard.solver.cli.handlers import certify as handler
+    from softhard.solver.kinds import KIND_MODULES, KINDS
+    assert {k: handler.kind_certify(k).__name__ for k in handler.CERTIFY} == {
+        "formula": "certify_formula", "model": "certify_model_file", "tracr": "certify_tracr_export"}
+    assert sorted(KINDS) == sorted(KIND_MODULES) == ["formula", "model", "tracr"]
+    assert all(KINDS[k].name == k for k in KINDS)
+
+
 def test_building_the_parser_loads_no_stage():
     code = ("import sys, contextlib, io; import softhard.solver.cli as c\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
