@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .engine import run_head
+from .residual import embed_cols
 from .errors import ModelFormatError
 from .transformer import Transformer
 
@@ -29,7 +30,8 @@ _BASE_SIZE = 4
 
 
 def base_stream(model: Transformer, n: int) -> np.ndarray:
-    """The embedding of the word ``alphabet[0]^n``, ``(1, n+1, d)``: the stream every key pattern is
+    """The embedding of the word ``alphabet[0]^n``, ``(1, n+1, d)`` (a view of a coordinate-major
+    array, as the engine keeps its streams): the stream every key pattern is
     written into (:func:`key_pattern_leak`).  Read-only (callers copy it); the last few lengths are
     kept per model, since a search and a confirmation run each head at the same lengths many times
     (ISSUE 16: the dense embedding at n = 10^4 was a third of the empirical minimum's time).  Keyed by
@@ -41,7 +43,9 @@ def base_stream(model: Transformer, n: int) -> np.ndarray:
         if hit is not None and hit[0] is model:
             _BASE.move_to_end(key)
             return hit[1]
-    x0 = model.embed(np.ones((1, n), dtype=np.int64))
+    # built coordinate-major (the engine's layout, same values as model.embed) and seen as (1, n+1, d):
+    # a copy with order="K" keeps that layout, so run_head reads its columns without copying them
+    x0 = embed_cols(model, np.ones((1, n), dtype=np.int64)).transpose(1, 2, 0)
     x0.flags.writeable = False
     with _BASE_LOCK:
         _BASE[key] = (model, x0)
@@ -135,7 +139,7 @@ def key_pattern_leak(model: Transformer, head_name: str, key_label: str, n: int,
     x0 = base_stream(model, n)
     best = None
     for pat in patterns:
-        x = x0.copy()
+        x = x0.copy(order="K")
         if pat == "split":
             if value_label is None:
                 raise ModelFormatError("pattern 'split' needs the head's value label")

@@ -25,6 +25,7 @@ def test_base_stream_is_the_embedding_shared_and_read_only():
     assert x is A.base_stream(m, 50)  # reused, not rebuilt
     assert not x.flags.writeable
     np.testing.assert_array_equal(x, m.embed(np.ones((1, 50), dtype=np.int64)))
+    assert x.transpose(2, 0, 1).flags.c_contiguous  # the engine's layout: its columns are read without copies
     for k in range(51, 51 + A._BASE_SIZE):  # other lengths push it out of the cache
         A.base_stream(m, k)
     again = A.base_stream(m, 50)
