@@ -95,9 +95,10 @@ def in_tau(b: Bound, fixed: Params | dict | None = None) -> sp.Expr:
 def _selection_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
     a = g.nodes[v]
     if a.get("attention") == "average":  # THEORY §4b: output-error bound of the AHA head
-        return S.average_bound(regime)
+        return average_selection_bound(regime)
     if a.get("average_ok") and regime in ("U", "P"):  # value = key: judged on the output (THEORY §4b)
-        return S.unique_output_bound_U(int(a.get("key_first", 1)))
+        p = int(a.get("key_first", 1))
+        return cached_bound("unique-output-U", [p], lambda: S.unique_output_bound_U(p))
     # value ≡ 1, or key = 1 positions closer than the value spacing agree: judged on the output (THEORY §4c);
     # each output bound is below the leak bound for every n and τ, so it is always the cheaper one
     if a.get("value_const") and a.get("key_const"):
@@ -106,6 +107,13 @@ def _selection_rule(g: nx.DiGraph, v: str, regime: str) -> Bound:
     if dv >= 2 and (regime == "T" or min(dv, p) >= 2):
         return cached_bound("values", [regime, d, dv, p], lambda: S.values_bound(regime, d, dv, p))
     return unique_selection_bound(g, v, regime)
+
+
+def average_selection_bound(regime: str) -> Bound:
+    """The average-hard (AHA) output bound of a selection (THEORY §4b; :func:`selection.average_bound`),
+    derived once per regime and reused (:mod:`.cache`: building it costs ~0.08 s of SymPy).  Raises
+    ``ValueError`` for a regime other than ``"T"``."""
+    return cached_bound("average", [regime], lambda: S.average_bound(regime))
 
 
 def unique_selection_bound(g: nx.DiGraph, v: str, regime: str) -> Bound:
@@ -124,7 +132,7 @@ def alternative_bound(g: nx.DiGraph, v: str, regime: str) -> tuple[str, Bound] |
         return None
     if a.get("attention") == "average":
         return "unique", unique_selection_bound(g, v, regime)
-    return ("average", S.average_bound(regime)) if regime == "T" else None
+    return ("average", average_selection_bound(regime)) if regime == "T" else None
 
 
 def derive(g: nx.DiGraph, regime: str) -> dict[str, NodeBound]:
@@ -194,6 +202,17 @@ def evaluate(expr: sp.Expr, *, n_value, tau_value=None, inv_tau=None, beta_value
     a ZeroDivisionError).  For reporting and numeric comparison only; proofs go through
     :mod:`softhard.solver`.
     """
+    try:
+        return _evaluate(expr, n_value, tau_value, inv_tau, beta_value, eta_value)
+    except TypeError:  # an unhashable argument (e.g. a NumPy array): evaluated without the memo
+        return _evaluate.__wrapped__(expr, n_value, tau_value, inv_tau, beta_value, eta_value)
+
+
+@lru_cache(maxsize=4096, typed=True)  # (typed: a float and an equal Fraction set different precisions, see _bits)
+def _evaluate(expr: sp.Expr, n_value, tau_value, inv_tau, beta_value, eta_value) -> mpmath.mpf:
+    """:func:`evaluate`, memoised: a pure function of its arguments (the working precision is set
+    here, not inherited), and a confirmation asks for the same node bound at the same length and
+    1/τ once per family (about half of its ~0.6 ms evaluations were repeats; ISSUE 16)."""
     t_in = inv_tau if inv_tau is not None else tau_value
     extra = _bits(n_value) + _bits(t_in) + _bits(beta_value) + _bits(eta_value) + _constant_bits(expr)
     with mpmath.workprec(mpmath.libmp.dps_to_prec(DPS) + extra):

@@ -10,8 +10,10 @@ parser, before any command runs.
 from __future__ import annotations
 
 import math
+import os
 import re
 from fractions import Fraction
+from pathlib import Path
 
 from .errors import ParameterError
 
@@ -202,3 +204,21 @@ def check_comparator_weights(node: str, terms, const: int) -> None:
     if not -(2**52) <= const < 2**52:
         raise ParameterError(f"node {node!r}: constant {const} is beyond 2^52, the float64 limit at which "
                              f"the comparator's weight constant + 1/2 is exact")
+
+
+def check_output_path(path: str | os.PathLike, *, force: bool = False) -> Path:
+    """The certificate's output path, or :class:`ParameterError` if it is a directory, exists
+    (without ``force``), lies in a missing directory or holds a NUL character — checked before any
+    work is done (the command line checks it before it even loads a command's handler:
+    :func:`softhard.solver.cli.certify.precheck`) and again when the file is written
+    (:func:`softhard.solver.certjson.write_certificate`)."""
+    p = Path(path)
+    if "\x00" in str(p):  # only an in-process call can pass one (no OS argument holds it)
+        raise ParameterError(f"{p}: not a file name (it contains a NUL character)")
+    if p.is_dir():
+        raise ParameterError(f"{p}: is a directory; give a file name for the certificate")
+    if p.exists() and not force:
+        raise ParameterError(f"{p}: file exists; use --force to overwrite it")
+    if p.parent and not p.parent.exists():
+        raise ParameterError(f"{p.parent}: no such directory")
+    return p

@@ -15,6 +15,8 @@ import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
+from typing import Callable
 
 import flint
 import sympy as sp
@@ -28,44 +30,72 @@ def _arb_rational(p: int, q: int) -> flint.arb:
 
 
 def arb_eval(expr: sp.Expr, nval: flint.arb) -> flint.arb:
-    """Ball enclosure of ``expr`` with ``n`` in the ball ``nval`` (rigorous, current flint precision)."""
+    """Ball enclosure of ``expr`` with ``n`` in the ball ``nval`` (rigorous, current flint precision).
+
+    The expression tree is translated once into nested closures (:func:`_compiled`) that perform
+    the same ball operations in the same order as a walk of the tree would, so the enclosures are
+    the same balls; only SymPy's per-node type tests are no longer repeated for every box (ISSUE 16).
+    Constants are built at evaluation time, at the precision then current.  Raises
+    :class:`SolverError` for a float constant or a function it cannot evaluate."""
+    return _compiled(expr)(nval)
+
+
+@lru_cache(maxsize=512)
+def _compiled(expr: sp.Expr) -> Callable[[flint.arb], flint.arb]:
+    """``arb_eval`` of ``expr`` as a function of the ball of n (see :func:`arb_eval`)."""
     if expr == n:
-        return nval
+        return lambda v: v
     if expr.is_Rational:
-        return _arb_rational(int(expr.p), int(expr.q))
+        p, q = int(expr.p), int(expr.q)
+        return lambda v: _arb_rational(p, q)
     if isinstance(expr, sp.Float):
         raise SolverError(f"floating-point constant {expr} in a claim")
-    if expr.is_Add:
-        acc = flint.arb(0)
-        for a in expr.args:
-            acc = acc + arb_eval(a, nval)
-        return acc
-    if expr.is_Mul:
-        acc = flint.arb(1)
-        for a in expr.args:
-            acc = acc * arb_eval(a, nval)
-        return acc
+    if expr.is_Add or expr.is_Mul:
+        fs = [_compiled(a) for a in expr.args]
+        if expr.is_Add:
+            def add(v):
+                acc = flint.arb(0)
+                for f in fs:
+                    acc = acc + f(v)
+                return acc
+            return add
+
+        def mul(v):
+            acc = flint.arb(1)
+            for f in fs:
+                acc = acc * f(v)
+            return acc
+        return mul
     if expr.is_Pow and expr.exp.is_Integer:
-        b = arb_eval(expr.base, nval)
-        k = int(expr.exp)
-        return b**k if k >= 0 else 1 / (b ** (-k))
+        fb, k = _compiled(expr.base), int(expr.exp)
+        if k >= 0:
+            return lambda v: fb(v) ** k
+        return lambda v: 1 / (fb(v) ** (-k))
     if expr.is_Pow and expr.exp.is_Rational and expr.exp.q == 2:  # powers of a square root
-        r = arb_eval(expr.base, nval).sqrt()  # NaN ball (never < eta) if the radicand may be < 0
-        k = int(expr.exp * 2)
-        return r**k if k >= 0 else 1 / (r ** (-k))
+        fb, k = _compiled(expr.base), int(expr.exp * 2)
+        if k >= 0:  # (sqrt of a ball that may be < 0 is a NaN ball: never < eta)
+            return lambda v: fb(v).sqrt() ** k
+        return lambda v: 1 / (fb(v).sqrt() ** (-k))
     if expr.is_Pow and expr.exp.is_Rational:  # h^{p/q} (log-length schedule, THEORY §9): exp((p/q)·ln h)
-        b = arb_eval(expr.base, nval)  # ln of a ball that may reach 0 or below is NaN: never < eta
-        return _arb_exp(_arb_rational(int(expr.exp.p), int(expr.exp.q)) * b.log())
+        fb, p, q = _compiled(expr.base), int(expr.exp.p), int(expr.exp.q)
+        # ln of a ball that may reach 0 or below is NaN: never < eta
+        return lambda v: _arb_exp(_arb_rational(p, q) * fb(v).log())
     if isinstance(expr, sp.log):
-        return arb_eval(expr.args[0], nval).log()
+        fa = _compiled(expr.args[0])
+        return lambda v: fa(v).log()
     if isinstance(expr, sp.exp):
-        return _arb_exp(arb_eval(expr.args[0], nval))
+        fa = _compiled(expr.args[0])
+        return lambda v: _arb_exp(fa(v))
     if isinstance(expr, (sp.Max, sp.Min)):
-        vals = [arb_eval(a, nval) for a in expr.args]
-        acc = vals[0]
-        for v in vals[1:]:
-            acc = acc.max(v) if isinstance(expr, sp.Max) else acc.min(v)
-        return acc
+        fs, is_max = [_compiled(a) for a in expr.args], isinstance(expr, sp.Max)
+
+        def lattice(v):
+            vals = [f(v) for f in fs]
+            acc = vals[0]
+            for x in vals[1:]:
+                acc = acc.max(x) if is_max else acc.min(x)
+            return acc
+        return lattice
     raise SolverError(f"arb check cannot evaluate {type(expr).__name__} term {expr}")
 
 

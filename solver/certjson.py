@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..constructions.errors import CertificateError, ParameterError
+from ..constructions.parameters import check_output_path  # (re-exported: the output file's checks)
 
 #: largest certificate file ``load_certificate`` reads (bytes); the largest shipped one is under 2 MiB
 MAX_BYTES = 64 * 1024 * 1024
@@ -339,22 +340,6 @@ def _short(x, limit: int = 80) -> str:
 
 # --------------------------------------------------------------------------------------------
 # writing
-
-
-def check_output_path(path: str | os.PathLike, *, force: bool = False) -> Path:
-    """The certificate's output path, or :class:`ParameterError` if it is a directory, exists
-    (without ``force``), lies in a missing directory or holds a NUL character — checked before any
-    work is done."""
-    p = Path(path)
-    if "\x00" in str(p):  # only an in-process call can pass one (no OS argument holds it)
-        raise ParameterError(f"{p}: not a file name (it contains a NUL character)")
-    if p.is_dir():
-        raise ParameterError(f"{p}: is a directory; give a file name for the certificate")
-    if p.exists() and not force:
-        raise ParameterError(f"{p}: file exists; use --force to overwrite it")
-    if p.parent and not p.parent.exists():
-        raise ParameterError(f"{p.parent}: no such directory")
-    return p
 
 
 def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = False) -> Path:

@@ -36,7 +36,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from ..bounds.cache import text_of
+from ..bounds.cache import srepr_of, str_of, text_of
 from ..constructions.errors import SolverError
 from .arbcheck import ArbResult, arb_check, exceeds, value_at
 from .encode import Query, build_query
@@ -74,7 +74,7 @@ class Claim:
 
     def text(self) -> str:
         rng = f"[{self.n_lo}, {self.n_hi}]" if self.n_hi is not None else f"[{self.n_lo}, ∞)"
-        return f"for all integers n in {rng}: {self.expr} <= {self.eta}"
+        return f"for all integers n in {rng}: {str_of(self.expr)} <= {self.eta}"
 
 
 @dataclass
@@ -389,7 +389,7 @@ class ProofCache:
 
     def check(self, claim: Claim, **options) -> ClaimResult:
         """:func:`check_claim` of ``claim`` with ``options``, computed once."""
-        key = (sp.srepr(claim.expr), claim.eta, claim.n_lo, claim.n_hi, claim.poly_exp,
+        key = (srepr_of(claim.expr), claim.eta, claim.n_lo, claim.n_hi, claim.poly_exp,
                tuple(sorted(options.items())))
         if key not in self._results:
             deadline = VERIFY_DEADLINE.get()

@@ -19,6 +19,7 @@ import mpmath
 import networkx as nx
 import sympy as sp
 
+from ..bounds.cache import srepr_of, str_of
 from ..bounds.cache import subs as cached_subs
 from ..bounds.core import n as n_sym
 from ..bounds.derive import NodeBound, alternative_bound, in_tau, latex, required_inv_tau
@@ -82,7 +83,7 @@ def claim_specs(c: Construction, inv_tau: Fraction, n_lo: int, n_max: int, all_n
         if expr.free_symbols - {n_sym} or not tol.is_Rational:
             raise ParameterError(f"node {v}: bound has unassigned parameters "
                                  f"{sorted(map(str, (expr.free_symbols - {n_sym}) | tol.free_symbols))}")
-        key = (sp.srepr(expr), str(tol), lo, hi)
+        key = (srepr_of(expr), str(tol), lo, hi)
         if key not in out:
             out[key] = ClaimSpec(id=f"c{len(out)}", expr=expr, tolerance=Fraction(int(tol.p), int(tol.q)),
                                  n_lo=lo, n_hi=hi, template=nb, poly_exp=c.params.schedule is not None)
@@ -96,7 +97,7 @@ def node_static(nb: NodeBound, n_lo: int, n_max: int, all_n: bool) -> dict:
     b = nb.bound
     return {
         "node": nb.node, "operator": nb.operator, "layer": nb.layer, "kind": b.kind, "quantity": b.quantity,
-        "bound": {"srepr": sp.srepr(b.leak), "text": str(b.leak), "latex": latex(b.leak),
+        "bound": {"srepr": srepr_of(b.leak), "text": str_of(b.leak), "latex": latex(b.leak),
                   "tolerance": str(b.tolerance), "valid_for_n_ge": b.n_min, "source": b.source,
                   "attained_by": b.attained_by},
         "condition": (f"{b.kind} error <= {b.tolerance} for every integer n in "
@@ -129,7 +130,7 @@ def choice_static(c: Construction, v: str, n_max: int, all_n: bool) -> dict | No
             "binding_n": n_b, "inv_tau_tight": tight(nb.bound),
             "alternative_inv_tau_tight": tight(alt[1]) if alt else None,
             "alternative_kind": alt[1].kind if alt else None,
-            "alternative_bound_text": str(alt[1].leak) if alt else None,
+            "alternative_bound_text": str_of(alt[1].leak) if alt else None,
             "reason": ("auto: average-hard in regime T — its output-error bound is at most the unique "
                        "construction's leak bound for every n >= 2, tau and beta (THEORY §4b), so it never needs "
                        "a larger 1/tau" if method == "auto" and c.regime == "T" else
@@ -208,8 +209,8 @@ def claim_json(cs: ClaimSpec, r: ClaimResult) -> dict:
     return {
         "id": cs.id,
         "nodes": cs.nodes,
-        "expr_srepr": sp.srepr(cs.expr),
-        "expr_text": str(cs.expr),
+        "expr_srepr": srepr_of(cs.expr),
+        "expr_text": str_of(cs.expr),
         "tolerance": frac_str(cs.tolerance),
         "n_lo": cs.n_lo,
         "n_hi": cs.n_hi,

@@ -7,13 +7,36 @@ is the one verify of every kind: :func:`softhard.solver.replay.verify` with this
 
 from __future__ import annotations
 
-from .certificate import FORMULA
-from .models import MODEL
+from collections.abc import Iterator, Mapping
+from importlib import import_module
+
 from .replay import DEFAULT_BUDGET_S, Kind, VerifyReport, verify
-from .tracr import TRACR
+
+#: certificate kind name -> the module and name of its :class:`Kind` (imported when a certificate of
+#: that kind is verified: a formula's verify loads no model-file or Tracr code; ISSUE 16)
+KIND_MODULES: dict[str, tuple[str, str]] = {
+    "formula": ("softhard.solver.certificate", "FORMULA"),
+    "model": ("softhard.solver.models", "MODEL"),
+    "tracr": ("softhard.solver.tracr", "TRACR"),
+}
+
+
+class Registry(Mapping):
+    """``{kind name: Kind}`` over :data:`KIND_MODULES`, each kind's module imported on first access."""
+
+    def __getitem__(self, name: str) -> Kind:
+        module, attr = KIND_MODULES[name]
+        return getattr(import_module(module), attr)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(KIND_MODULES)
+
+    def __len__(self) -> int:
+        return len(KIND_MODULES)
+
 
 #: certificate kind name -> how to replay it
-KINDS: dict[str, Kind] = {k.name: k for k in (FORMULA, MODEL, TRACR)}
+KINDS: Mapping[str, Kind] = Registry()
 
 
 def verify_certificate(cert: dict, *, timeout_s: float = 20.0, budget_s: float = DEFAULT_BUDGET_S) -> VerifyReport:

@@ -14,6 +14,9 @@ Layout: each command has two modules.
   ``add_arguments(parser)``.  These modules, :mod:`.options` and this driver are light (standard
   library, :mod:`softhard.constructions.errors`, :mod:`softhard.constructions.parameters`), so
   ``softhard --help`` and every usage error return without loading NumPy, SymPy or Z3.
+  A parser module may also define ``precheck(args)``: checks of the parsed options that need no
+  stage (``certify``: an output file that exists or cannot be written), run before the handler
+  is imported, so such input is refused at once (ISSUE 16).
 * ``cli/handlers/<command>.py`` does the work: ``handle(args) -> int`` (the exit status).  Its
   module-level imports are the pipeline's stages.  :func:`main` imports the chosen command's
   handler — and only that one — by its dotted name from :data:`COMMANDS`.
@@ -106,6 +109,9 @@ def main(argv=None) -> int:
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return int(e.code or 0)
     try:
+        precheck = getattr(COMMANDS[args.cmd][0], "precheck", None)  # bad input refused before any work
+        if precheck is not None:
+            precheck(args)
         handler = import_module(COMMANDS[args.cmd][1])
         import mpmath  # third-party, loaded with the handler's stages; every command runs at 30 digits
 

@@ -7,6 +7,10 @@ lists make a batch: one job per input and combination (:mod:`.handlers.batch`). 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+from ...constructions.parameters import check_output_path
 from .batching import add_batch_options
 from .options import add_formula_options, add_gap_options, add_timeout_option, length_option, list_of, tau_option
 
@@ -57,3 +61,27 @@ def add_arguments(p) -> None:
     p.add_argument("--n", type=int, default=None, metavar="N",
                    help="with --tracr: the length for the minimum-temperature answer (default max_seq_len)")
     add_batch_options(p, resume=True)
+
+
+def precheck(args) -> None:
+    """Refuse an output file that cannot be written before the handler, and with it every stage of
+    the pipeline (~1 s of imports), is loaded (ISSUE 16): for a single job's ``-o FILE`` — one input
+    or none, no comma-separated grid, no ``--resume``/``--workers``/``--scheduler``, no directory —
+    :func:`~softhard.constructions.parameters.check_output_path` (an existing file without
+    ``--force``, a directory, a missing folder).  An input *file* that does not exist is left to the
+    handler, whose "no such file" comes first; a batch's ``-o DIR`` is the handler's to check.
+    Raises :class:`ParameterError`."""
+    out = args.output
+    if out is None or args.resume or args.workers is not None or args.scheduler is not None:
+        return
+    if out.endswith(("/", os.sep)) or Path(out).is_dir():  # a batch's directory (or the handler's message)
+        return
+    inputs = list(args.formula or []) + list(args.model or []) + list(args.tracr or [])
+    if len(inputs) > 1 or any(isinstance(v, tuple) and len(v) > 1 for v in vars(args).values()):
+        return
+    if inputs:
+        src = Path(inputs[0])
+        looks_like_file = src.suffix in (".ltl", ".json", ".npz") or bool(args.model) or bool(args.tracr)
+        if src.is_dir() or set("*?[") & set(inputs[0]) or (looks_like_file and not src.is_file()):
+            return
+    check_output_path(out, force=args.force)

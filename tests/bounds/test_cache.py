@@ -15,7 +15,7 @@ from softhard.bounds import derive as D
 from softhard.bounds import selection as S
 from softhard.bounds.core import beta, eta, n, tau
 from softhard.bounds.fastfn import Unsupported, compile_expr
-from softhard.constructions.compile import compile_formula
+from softhard.constructions.compile import assign_attention, compile_formula
 from softhard.constructions.parse import parse_formula
 
 SHAPES = [(r, kc, d) for r in ("T", "U") for kc in (False, True) for d in (1, 2, 3)]
@@ -76,6 +76,55 @@ def test_cached_derive_and_claim_substitution_equal_live(cache_dir, monkeypatch)
         assert same(live[v].bound.leak.subs(subs), a) and same(a, b)
         assert same(sp.latex(live[v].bound.leak, symbol_names={tau: r"\tau", beta: r"\beta", eta: r"\eta"}),
                     D.latex(cached[v].bound.leak))
+
+
+@pytest.mark.parametrize("regime", ["T", "U"])
+def test_cached_output_bounds_equal_live(cache_dir, monkeypatch, regime):
+    """The AHA output bound (regime T) and the regime-U unique output bounds (``P``/``F`` of keys
+    first possible at positions 1 and 2) come from the cache identical to a live derivation, from
+    memory and from disk."""
+    g = compile_formula(parse_formula("P a & P (b & Y a) & F b"), ["a", "b"])
+    assign_attention(g, regime, None)
+    monkeypatch.setenv("SOFTHARD_CACHE", "0")
+    live = D.derive(g, regime)
+    live_alt = {v: D.alternative_bound(g, v, regime) for v in live}
+    monkeypatch.setenv("SOFTHARD_CACHE", "1")
+    C._memory.clear()
+    first = D.derive(g, regime)
+    C._memory.clear()  # the disk layer
+    again = D.derive(g, regime)
+    assert any(cache_dir.rglob("*.json"))
+    kinds_seen = set()
+    for v, nb in live.items():
+        kinds_seen.add(nb.bound.kind)
+        for k, x in fields(nb.bound).items():
+            assert same(x, fields(first[v].bound)[k]) and same(x, fields(again[v].bound)[k]), (v, k)
+        alt = D.alternative_bound(g, v, regime)
+        assert (alt is None) == (live_alt[v] is None)
+        if alt is not None:
+            assert alt[0] == live_alt[v][0]
+            for k, x in fields(live_alt[v][1]).items():
+                assert same(x, fields(alt[1])[k]), (v, k)
+    # the shapes this test is about: AHA output bounds in T, unique output bounds (key_first 1 and 2) in U
+    assert ("average-selection" in kinds_seen) == (regime == "T")
+    if regime == "U":
+        assert {g.nodes[v].get("key_first") for v in live if g.nodes[v].get("average_ok")} == {1, 2}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_cached_srepr_and_str_equal_live(cache_dir, shape):
+    """``srepr_of``/``str_of`` give SymPy's own texts of every field of a bound and of its claim at
+    exact parameters, computed once and then served from memory and from disk."""
+    r, kc, d = shape
+    b = S.selection_bound(r, key_const=kc, spacing=d)
+    subs = {beta: sp.Rational(1, 4), eta: sp.Rational(1, 4), tau: sp.Rational(125, 693147248)}
+    exprs = [x for x in fields(b).values() if isinstance(x, sp.Basic)] + [b.leak.subs(subs)]
+    for e in exprs:
+        live = (sp.srepr(e), str(e))
+        assert (C.srepr_of(e), C.str_of(e)) == live
+        C._memory.clear()  # the disk layer
+        assert (C.srepr_of(e), C.str_of(e)) == live
+    assert len(list(cache_dir.rglob("*.json"))) >= len({sp.srepr(e) for e in exprs})
 
 
 def test_key_depends_on_inputs_and_sources(cache_dir, monkeypatch):
@@ -143,5 +192,5 @@ def test_cached_smt_text_equals_live_query(cache_dir):
     again = check_claim(claim, timeout_s=20)  # query texts from disk
     assert first.status == again.status == "proved"
     assert [q.smtlib for q in first.queries] == [q.smtlib for q in again.queries]
-    for q in again.queries:
-        assert q.smtlib == build_query(expr, Fraction(1, 4), q.lo, q.hi).smtlib
+    for q in again.queries:  # each box is asked at 32 bits, then (unless unsat) at 128 (solver/check.py)
+        assert q.smtlib in {build_query(expr, Fraction(1, 4), q.lo, q.hi, prec=p).smtlib for p in (32, 128)}

@@ -101,3 +101,18 @@ def test_a_requirement_below_one_is_found_in_float64_even_when_tiny_inv_tau_is_n
     x = D.required_inv_tau(expr, n_value=1)
     assert mpmath.log(2) <= x <= mpmath.log(2) * (1 + mpmath.mpf(10) ** -11)
     assert len(calls) == 2  # the polish only
+
+
+def test_evaluate_is_memoised_without_changing_a_value():
+    """``evaluate`` returns the memoised value of the same call (a confirmation repeats about half of
+    its calls), equal to an unmemoised evaluation and to a separate 80-digit one; a float and an
+    equal Fraction are separate entries (their magnitudes set the working precision)."""
+    for x in (Fraction(1, 2), 0.5, Fraction(5545178), 37):
+        for nv in (2, 10, 10**6):
+            a = D.evaluate(LEAK_T, n_value=nv, inv_tau=x)
+            assert D.evaluate(LEAK_T, n_value=nv, inv_tau=x) is a  # served from the memo
+            with mpmath.workdps(90):
+                plain = D._evaluate.__wrapped__(LEAK_T, nv, None, x, Fraction(1, 4), Fraction(1, 4))
+                assert a == plain
+                assert abs(a - mp_value(LEAK_T, nv, float(x))) <= abs(a) * mpmath.mpf(10) ** -45  # (x is a float exactly)
+    assert D.evaluate(LEAK_T, n_value=10, inv_tau=0.5) is not D.evaluate(LEAK_T, n_value=10, inv_tau=Fraction(1, 2))

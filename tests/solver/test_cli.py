@@ -224,6 +224,60 @@ def test_help_and_usage_errors_load_no_stage(argv):
     assert not {m for m in imported if m.startswith("softhard.solver.cli.handlers")}
 
 
+@pytest.mark.parametrize("src", [[str(EXAMPLES / "tomita4.ltl")], [], ["Y a", "--alphabet", "ab"],
+                                 ["--model", str(EXAMPLES / "models" / "ab_subsequence.json")]])
+def test_an_existing_output_file_is_refused_before_any_stage_loads(tmp_path, src):
+    """``certify -o FILE`` with FILE present (no --force) exits 2 with one line before the handler
+    (and NumPy, SymPy, Z3) is imported; the file is untouched.  A missing input file is still the
+    first thing reported, and a batch's output is still the handler's to check."""
+    import os
+    import shutil
+    exe = shutil.which("softhard", path=str(Path(sys.executable).parent))
+    out_file = tmp_path / "cert.json"
+    out_file.write_text("mine")
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    out = subprocess.run([exe, "certify", *src, "-o", str(out_file)], capture_output=True, text=True, env=env)
+    assert out.returncode == 2
+    lines = [x for x in out.stderr.splitlines() if not x.startswith("import time:")]
+    assert lines == [f"softhard: error: {out_file}: file exists; use --force to overwrite it"]
+    imported = {x.rsplit("|", 1)[-1].strip() for x in out.stderr.splitlines() if x.startswith("import time:")}
+    assert "softhard.solver.cli.options" in imported  # the listing works
+    assert not {m.split(".")[0] for m in imported} & STAGE_PACKAGES
+    assert out_file.read_text() == "mine"
+    # the input first, as before: a missing file, then a batch's "is a file"
+    miss = subprocess.run([exe, "certify", str(tmp_path / "nope.ltl"), "-o", str(out_file)], capture_output=True,
+                          text=True)
+    assert miss.returncode == 2 and "no such file" in miss.stderr and "exists" not in miss.stderr
+    if src and not src[0].startswith("--"):
+        two = subprocess.run([exe, "certify", src[0], src[0], "-o", str(out_file)], capture_output=True, text=True)
+        assert two.returncode == 2 and "is a file; a batch writes one certificate per job" in two.stderr
+
+
+def test_a_formula_certify_and_verify_load_no_model_or_tracr_code(tmp_path):
+    """The certify kinds (handlers/certify.py ``CERTIFY``) and the verify registry
+    (solver/kinds.py ``KINDS``) import a kind's modules only when that kind is used; every name in
+    them resolves to one of our modules."""
+    out = tmp_path / "t.json"
+    code = ("import sys, softhard.solver.cli as c\n"
+            f"assert c.main(['certify', 'Y a', '--alphabet', 'ab', '--n-max', '50', '--no-numeric', '-o', {str(out)!r}]) == 0\n"
+            f"assert c.main(['verify', {str(out)!r}]) == 0\n"
+            "print(sorted(m for m in sys.modules if m.startswith('softhard.')))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    loaded = set(eval(run.stdout.strip().splitlines()[-1]))
+    assert {"softhard.solver.certificate", "softhard.solver.cli.handlers.certify", "softhard.solver.kinds"} <= loaded
+    lazy = {"softhard.solver.models", "softhard.solver.tracr", "softhard.constructions.modelfile",
+            "softhard.constructions.tracr_load", "softhard.solver.cli.handlers.certify_model",
+            "softhard.solver.cli.handlers.certify_tracr"}
+    assert not lazy & loaded, lazy & loaded
+    from softhard.solver.cli.handlers import certify as handler
+    from softhard.solver.kinds import KIND_MODULES, KINDS
+    assert {k: handler.kind_certify(k).__name__ for k in handler.CERTIFY} == {
+        "formula": "certify_formula", "model": "certify_model_file", "tracr": "certify_tracr_export"}
+    assert sorted(KINDS) == sorted(KIND_MODULES) == ["formula", "model", "tracr"]
+    assert all(KINDS[k].name == k for k in KINDS)
+
+
 def test_building_the_parser_loads_no_stage():
     code = ("import sys, contextlib, io; import softhard.solver.cli as c\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"

@@ -6,7 +6,10 @@ values in mpmath, enclosure soundness against mpmath at high precision.
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from fractions import Fraction
 
 import mpmath
@@ -419,3 +422,28 @@ def test_boxes_are_asked_coarse_first_and_again_at_128_bits():
     assert again and again[0].smtlib != first.smtlib  # the same box, asked again at 128 bits
     # the first answer on the whole range was not unsat at 32 bits (else nothing would follow)
     assert first.answer != "unsat"
+
+
+_CACHED_PROOF = """
+import sys
+from fractions import Fraction
+import sympy as sp
+from softhard.solver.check import Claim, check_claim
+from softhard.solver.encode import n
+r = check_claim(Claim(sp.exp(-n / 3) * 5, Fraction(1, 4), 10, 1000))
+print(r.status, len(r.queries), r.queries[0].smtlib.count("assert"), "z3" in sys.modules)
+"""
+
+
+def test_a_cached_query_text_needs_no_z3_bindings_in_the_parent(tmp_path):
+    """Z3's Python bindings build a query's SMT-LIB2 text; with the text in the derivation cache a
+    second process proves the same claim (Z3 runs in the solver child) without importing them
+    (ISSUE 16: ~0.07 s of a warm certify's imports)."""
+    env = dict(os.environ, SOFTHARD_CACHE_DIR=str(tmp_path), SOFTHARD_CACHE="1")
+    first = subprocess.run([sys.executable, "-c", _CACHED_PROOF], env=env, capture_output=True, text=True, check=True)
+    again = subprocess.run([sys.executable, "-c", _CACHED_PROOF], env=env, capture_output=True, text=True, check=True)
+    # 5·e^(-n/3) ≤ 1/4 holds for n ≥ 3·ln 20 ≈ 8.99: proved on [10, 1000] by one box, the same text both times
+    status, boxes, asserts, _ = first.stdout.split()
+    assert (status, boxes) == ("proved", "1") and int(asserts) >= 3
+    assert first.stdout.split()[-1] == "True"  # built live: Z3's bindings were loaded
+    assert again.stdout.split() == first.stdout.split()[:3] + ["False"]

@@ -4,9 +4,10 @@
 default example :data:`DEFAULT_EXAMPLE`), a model file (``--model FILE``) or a Tracr export
 (``--tracr MODEL``) — and calls that kind's certify from :data:`CERTIFY`: it checks the kind's
 options, builds the construction and returns the certificate (formula:
-:func:`softhard.solver.certificate.certify`; model:
+:func:`softhard.solver.certificate.certify`; model, in :mod:`.certify_model`:
 :func:`softhard.solver.models.build_model_construction` and
-:func:`~softhard.solver.models.certify_model`; Tracr: :func:`softhard.solver.tracr.certify_tracr`).
+:func:`~softhard.solver.models.certify_model`; Tracr, in :mod:`.certify_tracr`:
+:func:`softhard.solver.tracr.certify_tracr`).
 Then, for every kind alike: the certificate is written (``-o``), printed (``--json``, or the
 kind's summary from :mod:`.certificates`), and the exit status is 0 when every claim is proved and
 the numeric confirmation agrees, else 1.
@@ -18,15 +19,12 @@ import json
 import sys
 from typing import Callable
 
+from importlib import import_module
+
 from ....constructions.errors import NotSimulable, ParameterError
-from ....constructions.modelfile import load_model
-from ....constructions.parameters import to_fraction
 from ....constructions.parse import load_spec, parse_spec
-from ....constructions.tracr_load import load_tracr
 from ...certificate import certify
 from ...certjson import check_output_path, write_certificate
-from ...models import build_model_construction, certify_model, verify_exhaustive_limit
-from ...tracr import certify_tracr
 from ..options import EXIT_FAIL
 from .batch import certify_jobs, is_batch, run_certify_batch
 from .certificates import print_formula_certificate, print_model_certificate, print_tracr_certificate
@@ -68,7 +66,7 @@ def source_kind(args) -> str:
     return "formula"
 
 
-def _check_range(args) -> None:
+def check_lengths(args) -> None:
     """The length range; without --tau, --find-tau (the default: the largest certifiable tau)."""
     if args.tau is None:
         args.find_tau = True
@@ -89,7 +87,7 @@ def certify_formula(args) -> dict:
             raise ParameterError("--schedule KIND:S states the schedule's constant; do not also give --tau or "
                                  "--find-tau (give --schedule KIND --find-tau to search S)")
         args.tau = 1 / s_const
-    _check_range(args)
+    check_lengths(args)
     if kind is not None and args.range_only:
         raise ParameterError("--range-only does not apply to --schedule: a schedule certificate is for all n")
     if args.range_only and args.regime == "T":
@@ -105,60 +103,28 @@ def certify_formula(args) -> dict:
                        progress=say, tune=tune)
 
 
-def certify_model_file(args) -> dict:
-    """A model file's certificate (THEORY §6; docs/models.md): gap premises, composed bounds, τ.
-    Raises :class:`NotSimulable` when a head has gap 0."""
-    if args.epsilon is None:  # the default of --model and --tracr alike
-        args.epsilon = "margin"
-    if args.exhaustive_limit > verify_exhaustive_limit():  # x workers on a Dask cluster (--workers K)
-        raise ParameterError(f"--exhaustive-limit {args.exhaustive_limit} exceeds {verify_exhaustive_limit()}, the most "
-                             "words 'softhard verify' re-enumerates (with the same --workers): such a certificate "
-                             "could not be verified")
-    _check_range(args)
-    if args.output:  # fail before the work if the output cannot be written
-        check_output_path(args.output, force=args.force)
-    spec = load_model(args.model)
-    with progress("analysing gaps") as say:
-        c, an = build_model_construction(spec, n_max=args.n_max, epsilon=args.epsilon,
-                                         tie_break_mode=args.tie_break, exhaustive_limit=args.exhaustive_limit,
-                                         search_words=args.search_words, search_max_len=args.search_max_len,
-                                         seed=args.seed, method=args.method, progress=say)
-        return certify_model(c, an, n_max=args.n_max, n_lo=args.n_min, tau=args.tau, find_tau=args.find_tau,
-                             timeout_s=args.timeout, numeric=not args.no_numeric, progress=say)
-
-
-def certify_tracr_export(args) -> dict:
-    """A Tracr export's certificate (docs/tracr.md): the lengths and temperatures at which the
-    compiled model stays exact."""
-    if args.tau is not None or args.find_tau:
-        raise ParameterError("--tau/--find-tau do not apply to --tracr: the compiled temperature is fixed, and the "
-                             "minimum temperature is always reported")
-    eps = "margin"
-    if args.epsilon not in (None, "margin"):
-        eps = to_fraction(args.epsilon, "--epsilon")
-        if eps <= 0:
-            raise ParameterError(f"--epsilon must be > 0, got {args.epsilon}")
-    if args.output:  # fail before the work if the output cannot be written
-        check_output_path(args.output, force=args.force)
-    tm = load_tracr(args.tracr)
-    if args.n is not None and args.n < 1:
-        raise ParameterError(f"--n must be >= 1, got {args.n}")
-    with progress("analysing") as say:
-        return certify_tracr(tm, epsilon=eps, n_target=args.n, timeout_s=args.timeout, numeric=not args.no_numeric,
-                             progress=say)
-
-
-#: source kind -> (its certify: args -> certificate, its summary printer: (certificate, path) -> None)
-CERTIFY: dict[str, tuple[Callable[..., dict], Callable[..., None]]] = {
+#: source kind -> (its certify: args -> certificate, or the ``"module:function"`` of one, imported only
+#: when that kind is certified — a formula's certify loads no model-file or Tracr code (ISSUE 16) —,
+#: its summary printer: (certificate, path) -> None)
+CERTIFY: dict[str, tuple[Callable[..., dict] | str, Callable[..., None]]] = {
     "formula": (certify_formula, print_formula_certificate),
-    "model": (certify_model_file, print_model_certificate),
-    "tracr": (certify_tracr_export, print_tracr_certificate),
+    "model": ("softhard.solver.cli.handlers.certify_model:certify_model_file", print_model_certificate),
+    "tracr": ("softhard.solver.cli.handlers.certify_tracr:certify_tracr_export", print_tracr_certificate),
 }
+
+
+def kind_certify(kind: str) -> Callable[..., dict]:
+    """The certify function of ``kind`` from :data:`CERTIFY` (its module imported on first use)."""
+    make = CERTIFY[kind][0]
+    if isinstance(make, str):
+        module, name = make.split(":")
+        make = getattr(import_module(module), name)
+    return make
 
 
 def certify_one(args) -> dict:
     """One source's certificate (no output): the kind's certify from :data:`CERTIFY` (a batch's job)."""
-    return CERTIFY[source_kind(args)][0](args)
+    return kind_certify(source_kind(args))(args)
 
 
 def handle(args) -> int:
@@ -172,7 +138,8 @@ def handle(args) -> int:
 
 def handle_one(args) -> int:
     """Certify the one source given (:func:`source_kind`), write and print the certificate."""
-    make, show = CERTIFY[source_kind(args)]
+    kind = source_kind(args)
+    make, show = kind_certify(kind), CERTIFY[kind][1]
     try:
         cert = make(args)
     except NotSimulable as e:  # not bad input: the witness is the answer (exit 1)
