@@ -43,9 +43,16 @@ def compiled_inv_tau_float(an: Analysis) -> float:
     return float(an.coldness) / math.sqrt(int(an.info["key_size"]))
 
 
+def _exact_engine(an: Analysis) -> ExactEngine:
+    """The exact hard engine of ``an``'s model (built once per analysis: its exact weights)."""
+    if "exact_engine" not in an.cache:
+        an.cache["exact_engine"] = ExactEngine(an.hm)
+    return an.cache["exact_engine"]
+
+
 def _exact_outputs(an: Analysis, words: list[tuple[str, ...]]) -> dict[tuple, np.ndarray]:
     hm = an.hm
-    eng = ExactEngine(hm)
+    eng = _exact_engine(an)
     o = hm.outputs[0]
     out = {}
     by: dict[int, list] = {}
@@ -178,55 +185,85 @@ def examples_ok(ex: dict) -> bool:
             and ex["soft_reproduced"] is not False)
 
 
+def _mp_layers(an: Analysis, dps: int) -> list:
+    """The model's weights as ``dps``-digit mpf values (memoised on ``an``): per layer its heads
+    ``(mask, scale, W_Q, W_K, W_V W_O)`` and MLPs ``(W1, b1, W2, b2)``, each matrix by its columns,
+    each column the list of its non-zero entries ``(row, value)`` (what :func:`_mp_mul` sums)."""
+    key = ("mp_layers", dps)
+    if key not in an.cache:
+        hm = an.hm
+        with mpmath.workdps(dps):
+            def q(v: Fraction) -> mpmath.mpf:
+                return mpmath.mpf(v.numerator) / v.denominator
+
+            def cols(a: np.ndarray) -> list[list[tuple[int, mpmath.mpf]]]:
+                return [[(r, q(a[r, c])) for r in range(a.shape[0]) if a[r, c] != 0] for c in range(a.shape[1])]
+            an.cache[key] = [([(h.mask, q(h.scale), cols(h.W_Q), cols(h.W_K), cols(h.vo())) for h in hs],
+                              [(cols(m.W1), [q(v) for v in m.b1], cols(m.W2), [q(v) for v in m.b2]) for m in ms])
+                             for hs, ms in zip(hm.heads, hm.mlps)]
+    return an.cache[key]
+
+
+def _mp_mul(x: list[list], cols: list[list[tuple[int, mpmath.mpf]]]) -> list[list]:
+    """``x · W`` (rows of mpf times a matrix given by its sparse columns, :func:`_mp_layers`): each
+    entry one ``mpmath.fdot`` (exact products, one rounding) over the non-zero weights — the value
+    ``mpmath.matrix`` multiplication gives (its ``fdot`` skips the zero products exactly)."""
+    fdot = mpmath.fdot
+    return [[fdot([(row[r], v) for r, v in col]) for col in cols] for row in x]
+
+
 def mp_error(an: Analysis, word: tuple[str, ...], inv_tau, dps: int = 50) -> mpmath.mpf:
     """``max_i |soft − hard|`` over the output coordinates of ``word``, the soft forward pass in
     ``dps``-digit arithmetic (mpmath) against the exact hard one — resolves errors far below
-    float64 resolution (THEORY §7)."""
+    float64 resolution (THEORY §7).  Shapes: ``word`` of length n ≤ max_seq_len; the residual
+    stream ``(n+1, d)``.  Each operation is the one of a dense ``mpmath.matrix`` evaluation (same
+    roundings, same order; zero weights skipped, which changes no value: tested against it)."""
     hm = an.hm
     o = hm.outputs[0]
     ex = _exact_outputs(an, [word])[word]
+    layers = _mp_layers(an, dps)
     with mpmath.workdps(dps):
+        zero = mpmath.mpf(0)
         lam = mpmath.mpf(inv_tau.numerator) / inv_tau.denominator if isinstance(inv_tau, Fraction) else mpmath.mpf(inv_tau)
         N = len(word) + 1
+        d = hm.d
         E = hm.token_embedding
         P = hm.positional_exact(len(word))
         ids = [0] + hm.encode(word)
-
-        def M(a):
-            return mpmath.matrix([[mpmath.mpf(x.numerator) / x.denominator for x in row] for row in a])
-        x = mpmath.matrix(N, hm.d)
+        x = []
         for i, t in enumerate(ids):
-            for a in range(hm.d):
+            row = []
+            for a in range(d):
                 v = E[t, a] + P[i, a]
-                x[i, a] = mpmath.mpf(v.numerator) / v.denominator
-        for hs, ms in zip(hm.heads, hm.mlps):
-            upd = mpmath.matrix(N, hm.d)
-            for h in hs:
-                Q, K, VO = x * M(h.W_Q), x * M(h.W_K), x * M(h.vo())
-                sc = mpmath.mpf(h.scale.numerator) / h.scale.denominator
-                for i in range(N):
-                    js = [0] if i == 0 else [j for j in range(N) if _att(h.mask, i, j)]
-                    s = [sc * sum(Q[i, c] * K[j, c] for c in range(Q.cols)) for j in js]
-                    top = max(s)
-                    w = [mpmath.exp(lam * (v - top)) for v in s]
-                    z = sum(w)
-                    for b in range(hm.d):
-                        upd[i, b] += sum(wk * VO[j, b] for wk, j in zip(w, js)) / z
-            x = x + upd
-            for m in ms:
-                pre = x * M(m.W1)
-                for i in range(N):
-                    for u in range(pre.cols):
-                        pre[i, u] = max(pre[i, u] + mpmath.mpf(m.b1[u].numerator) / m.b1[u].denominator, 0)
-                out = pre * M(m.W2)
-                for i in range(N):
-                    for b in range(hm.d):
-                        x[i, b] += out[i, b] + mpmath.mpf(m.b2[b].numerator) / m.b2[b].denominator
+                row.append(mpmath.mpf(v.numerator) / v.denominator)
+            x.append(row)
+        for heads, mlps in layers:
+            if heads:
+                upd = [[zero] * d for _ in range(N)]
+                for mask, sc, WQ, WK, VO in heads:
+                    Q, K, V = _mp_mul(x, WQ), _mp_mul(x, WK), _mp_mul(x, VO)
+                    kq = len(WQ)
+                    written = [b for b in range(d) if VO[b]]  # a zero column of W_V W_O writes exactly 0
+                    for i in range(N):
+                        js = [0] if i == 0 else [j for j in range(N) if _att(mask, i, j)]
+                        Qi = Q[i]
+                        s = [sc * sum(Qi[c] * K[j][c] for c in range(kq)) for j in js]
+                        top = max(s)
+                        w = [mpmath.exp(lam * (v - top)) for v in s]
+                        z = sum(w)
+                        for b in written:
+                            upd[i][b] += sum(wk * V[j][b] for wk, j in zip(w, js)) / z
+                x = [[a + u if u else a for a, u in zip(xr, ur)] for xr, ur in zip(x, upd)]  # a + 0 is a
+            for W1, b1, W2, b2 in mlps:
+                pre = _mp_mul(x, W1)
+                pre = [[max(p + c, 0) for p, c in zip(row, b1)] for row in pre]
+                out = _mp_mul(pre, W2)
+                x = [[a + t if (t := u + c) else a for a, u, c in zip(xr, ur, b2)] for xr, ur in zip(x, out)]
         err = mpmath.mpf(0)
         for i in range(1, N):
             for k, c in enumerate(o.coords):
                 v = ex[i - 1][k]
-                err = max(err, abs(x[i, c] - mpmath.mpf(v.numerator) / v.denominator))
+                err = max(err, abs(x[i][c] - mpmath.mpf(v.numerator) / v.denominator))
         return +err
 
 
