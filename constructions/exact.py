@@ -44,7 +44,7 @@ def _maxabs(a: np.ndarray) -> int:
         return 0
     if a.dtype == object:
         return max(abs(int(x)) for x in a.flat)
-    return int(np.max(np.abs(a)))
+    return max(int(a.max()), -int(a.min()))  # no |a| temporary (and no overflow at the int64 minimum)
 
 
 def _obj(a: np.ndarray) -> np.ndarray:
@@ -98,12 +98,24 @@ def add(a: RArr, b: RArr) -> RArr:
     return RArr(_obj(a.num) * ma + _obj(b.num) * mb, den)
 
 
+#: below this bound on every partial sum's magnitude, integer products and sums in float64 are exact
+F64_EXACT = 1 << 53
+
+
 def matmul(a: RArr, b: RArr) -> RArr:
-    """Exact ``a @ b`` (numpy matmul semantics)."""
+    """Exact ``a @ b`` (numpy matmul semantics).  Integer numerators whose every partial sum is
+    below 2^53 in magnitude (``max|a| · max|b| · inner``) are multiplied in float64 (BLAS): every
+    product and every partial sum is an integer of at most 53 bits, so each is exact whatever the
+    summation order, and the result converts back to int64 exactly (ISSUE 16: NumPy's integer
+    matmul has no BLAS; tested against the int64 and object paths)."""
     inner = a.num.shape[-1]
-    if (a.num.dtype != object and b.num.dtype != object
-            and _maxabs(a.num) * _maxabs(b.num) * max(inner, 1) < LIM):
-        return RArr(np.matmul(a.num, b.num), a.den * b.den)
+    if a.num.dtype != object and b.num.dtype != object:
+        bound = _maxabs(a.num) * _maxabs(b.num) * max(inner, 1)
+        if bound < F64_EXACT:
+            return RArr(np.matmul(a.num.astype(np.float64), b.num.astype(np.float64)).astype(np.int64),
+                        a.den * b.den)
+        if bound < LIM:
+            return RArr(np.matmul(a.num, b.num), a.den * b.den)
     return RArr(np.matmul(_obj(a.num), _obj(b.num)), a.den * b.den)
 
 
