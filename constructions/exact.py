@@ -270,13 +270,19 @@ class ExactEngine:
         res.x = x
         return res
 
-    def _head(self, h: CanonHead, x: RArr, WQ: RArr, WK: RArr, WV: RArr):
+    def _head(self, h: CanonHead, x: RArr, WQ: RArr, WK: RArr, WV: RArr, *, scores: RArr | None = None,
+              f64: bool = True):
+        """One head on ``x`` (B, N, d): its :class:`HeadRows` and hard output (B, N, d_v), exact.
+        ``scores``: the head's exact scores ``(xW_Q)(xW_K)ᵀ`` when the caller has them (not
+        recomputed); ``f64=False``: no float64 rounding scale (``HeadRows.f64_num`` None)."""
         B, N, _ = x.num.shape
-        Q = matmul(x, WQ)
-        K = matmul(x, WK)
         V = normalize(matmul(x, WV))
-        KT = RArr(np.swapaxes(K.num, 1, 2), K.den)
-        S = matmul(Q, KT)  # (B, N, N), denominator S.den (scale outside)
+        if scores is None:
+            Q = matmul(x, WQ)
+            K = matmul(x, WK)
+            S = matmul(Q, RArr(np.swapaxes(K.num, 1, 2), K.den))  # (B, N, N), denominator S.den (scale outside)
+        else:
+            S = scores
         att = attend_matrix(h.mask, N)[None]
         if S.num.dtype == object:
             sent = float("-inf")
@@ -295,10 +301,12 @@ class ExactEngine:
             gap = np.where(has, smax, 0) - np.where(has, rest, 0)
         else:
             gap[has] = smax[has] - rest[has]
-        # float64 rounding scale per row: |x_i||W_Q| · max_j |x_j||W_K| on S's denominator (Q.den·K.den)
-        Qa = matmul(RArr(np.abs(x.num), x.den), RArr(np.abs(WQ.num), WQ.den))
-        Ka = matmul(RArr(np.abs(x.num), x.den), RArr(np.abs(WK.num), WK.den))
-        f64 = matmul(Qa, RArr(Ka.num.max(axis=1)[..., None], Ka.den)).num[..., 0]
+        if f64:  # float64 rounding scale per row: |x_i||W_Q| · max_j |x_j||W_K| on S's denominator (Q.den·K.den)
+            Qa = matmul(RArr(np.abs(x.num), x.den), RArr(np.abs(WQ.num), WQ.den))
+            Ka = matmul(RArr(np.abs(x.num), x.den), RArr(np.abs(WK.num), WK.den))
+            f64 = matmul(Qa, RArr(Ka.num.max(axis=1)[..., None], Ka.den)).num[..., 0]
+        else:
+            f64 = None
         rows = HeadRows(gap_num=gap, has_rest=has, den=S.den, scale=h.scale, ties=ties, rule=h.rule, smax_num=smax,
                         f64_num=f64)
         if h.rule == "AHA":

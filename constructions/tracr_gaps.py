@@ -389,7 +389,7 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
             rinfo = (gB, gN, a, bosA, hasN, h.scale, S.den)
             row_info[h.name] = rinfo
             _update_cases(cases[h.name], rinfo, rows, word)
-            rws, out = eng._head(h, x, WQ, WK, WV)
+            rws, out = eng._head(h, x, WQ, WK, WV, scores=S, f64=False)  # the scores above, not recomputed
             w = matmul(out, WO)
             upd = w if upd is None else add(upd, w)
             vals = matmul(matmul(x, WV), WO)
