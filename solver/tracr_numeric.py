@@ -392,6 +392,20 @@ def check_numeric(num: dict | None, examples: list[dict], an: Analysis, rep: Ver
         rep.add("numeric.ok", f"is {num['ok']!r} but the examples and the all-words runs give {ok!r}")
 
 
+def _bound_at(an: Analysis, n, inv_tau) -> mpmath.mpf:
+    """The output's bound at ``(n, 1/τ)`` (:func:`~softhard.bounds.derive.evaluate`), memoised on
+    ``an`` for an int n and an int, float or Fraction 1/τ (verify re-checks the same rows of every
+    edited copy of a certificate; other values are evaluated as given)."""
+    expr = an.bound.outputs[an.hm.outputs[0].name]
+    if type(n) is not int or type(inv_tau) not in (int, float, Fraction):
+        return evaluate(expr, n_value=n, inv_tau=inv_tau)
+    memo = an.cache.setdefault("bound_at", {})
+    key = (n, type(inv_tau), inv_tau)
+    if key not in memo:
+        memo[key] = evaluate(expr, n_value=n, inv_tau=inv_tau)
+    return memo[key]
+
+
 def check_all_words(rep: VerifyReport, aw: dict, an: Analysis) -> None:
     """Consistency of the stored all-words runs (not re-run): the families and lengths, the
     compiled temperature, each row's bound re-evaluated at its (n, 1/τ), its ratio equal to
@@ -412,7 +426,7 @@ def check_all_words(rep: VerifyReport, aw: dict, an: Analysis) -> None:
             rep.add(f"numeric.all_words.per_inv_tau[{j}].rows", f"not one row per length 1..{N} with every word")
         for i, r in enumerate(rows):
             where = f"numeric.all_words.per_inv_tau[{j}].rows[{i}]"
-            bd = float(evaluate(an.bound.outputs[o.name], n_value=r["n"], inv_tau=p["inv_tau"]))
+            bd = float(_bound_at(an, r["n"], p["inv_tau"]))
             if abs(bd - r["bound"]) > 1e-12 * max(abs(bd), 1e-300):
                 rep.add(f"{where}.bound", f"stored {r['bound']!r} but the bound at n = {r['n']} is {bd!r}")
             want = (r["observed"] / r["bound"]) if r["bound"] > 0 and r["resolved_in_float64"] else None
@@ -430,7 +444,7 @@ def check_all_words(rep: VerifyReport, aw: dict, an: Analysis) -> None:
         rep.add("numeric.all_words.high_precision", "not one 50-digit run per temperature of the all-words runs")
     for j, h in enumerate(hp):
         where = f"numeric.all_words.high_precision[{j}]"
-        bd = evaluate(an.bound.outputs[o.name], n_value=N, inv_tau=Fraction(h["inv_tau"]))
+        bd = _bound_at(an, N, Fraction(h["inv_tau"]))
         if h["n"] != N or h["bound"] != mpmath.nstr(bd, 15):
             rep.add(f"{where}.bound", f"stored {h['bound']!r} at n = {h['n']}, but the bound at n = {N} is "
                                       f"{mpmath.nstr(bd, 15)}")
