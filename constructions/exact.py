@@ -236,11 +236,12 @@ class ExactEngine:
         return normalize(add(emb, self.pe(n)))
 
     def run(self, tokens: np.ndarray, *, keep_residuals: bool = False, only_layers: int | None = None,
-            keep_written: bool = False) -> ExactRun:
+            keep_written: bool = False, f64_scale: bool = True) -> ExactRun:
         """Run the hard model on token ids ``(B, n)`` (1-based symbols, all words of one length).
 
         ``only_layers``: stop after that many layers (heads of later layers are not evaluated);
-        ``keep_written``: keep each head's written update ``out·W_O`` (B, n+1, d) in ``written``.
+        ``keep_written``: keep each head's written update ``out·W_O`` (B, n+1, d) in ``written``;
+        ``f64_scale=False``: skip the heads' float64 rounding scales (``HeadRows.f64_num`` None).
         Returns an :class:`ExactRun`.  Raises :class:`ModelFormatError` if ``n`` exceeds a
         positional table.
         """
@@ -253,7 +254,7 @@ class ExactEngine:
                 res.residuals.append(x)
             upd = None
             for h, WQ, WK, WV, WO in self.heads[li]:
-                rows, out = self._head(h, x, WQ, WK, WV)
+                rows, out = self._head(h, x, WQ, WK, WV, f64=f64_scale)
                 res.heads[h.name] = rows
                 w = matmul(out, WO)
                 if keep_written:
