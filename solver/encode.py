@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import sympy as sp
-import z3
 from mpmath import iv
 
 from ..constructions.errors import SolverError
@@ -236,6 +235,8 @@ def enclose(atom: sp.Expr, lo: int, hi: int | None, prec: int, *, tight: bool = 
 
 def q(x: Fraction, ctx: z3.Context | None = None) -> z3.ArithRef:
     """Exact Z3 rational from a Fraction (never from a float)."""
+    import z3  # third-party, ~0.15 s: loaded only when a query is built (see build_query)
+
     if not isinstance(x, (Fraction, int)) or isinstance(x, bool):
         raise SolverError(f"non-rational constant {x!r} would reach Z3")
     x = Fraction(x)
@@ -258,6 +259,8 @@ class _Translator:
         self.inverse: set[sp.Expr] = set()
 
     def _root(self, radicand: sp.Expr) -> z3.ArithRef:
+        import z3  # third-party (see build_query)
+
         if radicand not in self.roots:
             r = z3.Real(f"R{len(self.roots)}", self.ctx)
             self.roots[radicand] = r
@@ -269,6 +272,8 @@ class _Translator:
         return self.roots[radicand]
 
     def __call__(self, e: sp.Expr) -> z3.ArithRef:
+        import z3  # third-party (see build_query)
+
         if e in self.atoms:
             return self.atoms[e]
         if e == n:
@@ -400,6 +405,10 @@ def build_query(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: 
     Raises :class:`SolverError` if a free symbol other than n, a float or a transcendental function
     other than exp would reach Z3.
     """
+    # Z3 is imported here, not at module level: a warm certify or verify reads every query's SMT-LIB2
+    # text from the derivation cache (bounds/cache.py) and never builds one (~0.15 s CPU saved; ISSUE 16)
+    import z3
+
     free = expr.free_symbols - {n}
     if free:
         raise SolverError(f"claim still has free parameters {sorted(map(str, free))}; substitute exact values")
