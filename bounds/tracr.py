@@ -121,12 +121,12 @@ class LogitTable:
                 "premise": {"bos_competitor": self.premise[0].to_json(), "bos_in_argmax": self.premise[1].to_json()}}
 
 
-def _score(h, qc, kc, q, k) -> Fraction:
-    qv = [sum((q[t] * h.W_Q[a, c] for t, a in enumerate(qc) if h.W_Q[a, c] != 0), Fraction(0))
-          for c in range(h.W_Q.shape[1])]
-    kv = [sum((k[t] * h.W_K[a, c] for t, a in enumerate(kc) if h.W_K[a, c] != 0), Fraction(0))
-          for c in range(h.W_K.shape[1])]
-    return h.scale * sum((x * y for x, y in zip(qv, kv)), Fraction(0))
+def _score(h, qc, kc, q, k, pc: dict) -> Fraction:
+    for key, W, cs, st in (("q", h.W_Q, qc, q), ("k", h.W_K, kc, k)):  # projections memoised per table (exact)
+        if (key, st) not in pc:
+            pc[key, st] = [sum((st[t] * W[a, c] for t, a in enumerate(cs) if W[a, c] != 0), Fraction(0))
+                           for c in range(W.shape[1])]
+    return h.scale * sum((x * y for x, y in zip(pc["q", q], pc["k", k])), Fraction(0))
 
 
 def logit_table(hm: HardModel, st: HeadStats) -> LogitTable:
@@ -138,9 +138,10 @@ def logit_table(hm: HardModel, st: HeadStats) -> LogitTable:
     rows = sorted(st.q_states)
     cols = sorted(st.k_states)
     qc, kc = st.q_coords, st.k_coords
-    scores = [[_score(h, qc, kc, q, k) for k in cols] for q in rows]
-    bos_scores = [_score(h, qc, kc, q, st.bos_k) for q in rows]
-    bos_row = [_score(h, qc, kc, st.bos_q, k) for k in cols] + [_score(h, qc, kc, st.bos_q, st.bos_k)]
+    pc: dict = {}
+    scores = [[_score(h, qc, kc, q, k, pc) for k in cols] for q in rows]
+    bos_scores = [_score(h, qc, kc, q, st.bos_k, pc) for q in rows]
+    bos_row = [_score(h, qc, kc, st.bos_q, k, pc) for k in cols] + [_score(h, qc, kc, st.bos_q, st.bos_k, pc)]
     pairs = sorted({(rows.index(q), cols.index(k)) for q, k in st.self_pairs})
     sees = {i: sorted({cols.index(k) for q, k in st.att_pairs if q == rows[i]}) for i in range(len(rows))}
     levels = sorted({v for r in scores for v in r} | set(bos_scores))

@@ -44,7 +44,7 @@ def _maxabs(a: np.ndarray) -> int:
         return 0
     if a.dtype == object:
         return max(abs(int(x)) for x in a.flat)
-    return int(np.max(np.abs(a)))
+    return max(int(a.max()), -int(a.min()))  # no |a| temporary (and no overflow at the int64 minimum)
 
 
 def _obj(a: np.ndarray) -> np.ndarray:
@@ -98,12 +98,24 @@ def add(a: RArr, b: RArr) -> RArr:
     return RArr(_obj(a.num) * ma + _obj(b.num) * mb, den)
 
 
+#: below this bound on every partial sum's magnitude, integer products and sums in float64 are exact
+F64_EXACT = 1 << 53
+
+
 def matmul(a: RArr, b: RArr) -> RArr:
-    """Exact ``a @ b`` (numpy matmul semantics)."""
+    """Exact ``a @ b`` (numpy matmul semantics).  Integer numerators whose every partial sum is
+    below 2^53 in magnitude (``max|a| · max|b| · inner``) are multiplied in float64 (BLAS): every
+    product and every partial sum is an integer of at most 53 bits, so each is exact whatever the
+    summation order, and the result converts back to int64 exactly (ISSUE 16: NumPy's integer
+    matmul has no BLAS; tested against the int64 and object paths)."""
     inner = a.num.shape[-1]
-    if (a.num.dtype != object and b.num.dtype != object
-            and _maxabs(a.num) * _maxabs(b.num) * max(inner, 1) < LIM):
-        return RArr(np.matmul(a.num, b.num), a.den * b.den)
+    if a.num.dtype != object and b.num.dtype != object:
+        bound = _maxabs(a.num) * _maxabs(b.num) * max(inner, 1)
+        if bound < F64_EXACT:
+            return RArr(np.matmul(a.num.astype(np.float64), b.num.astype(np.float64)).astype(np.int64),
+                        a.den * b.den)
+        if bound < LIM:
+            return RArr(np.matmul(a.num, b.num), a.den * b.den)
     return RArr(np.matmul(_obj(a.num), _obj(b.num)), a.den * b.den)
 
 
@@ -224,11 +236,12 @@ class ExactEngine:
         return normalize(add(emb, self.pe(n)))
 
     def run(self, tokens: np.ndarray, *, keep_residuals: bool = False, only_layers: int | None = None,
-            keep_written: bool = False) -> ExactRun:
+            keep_written: bool = False, f64_scale: bool = True) -> ExactRun:
         """Run the hard model on token ids ``(B, n)`` (1-based symbols, all words of one length).
 
         ``only_layers``: stop after that many layers (heads of later layers are not evaluated);
-        ``keep_written``: keep each head's written update ``out·W_O`` (B, n+1, d) in ``written``.
+        ``keep_written``: keep each head's written update ``out·W_O`` (B, n+1, d) in ``written``;
+        ``f64_scale=False``: skip the heads' float64 rounding scales (``HeadRows.f64_num`` None).
         Returns an :class:`ExactRun`.  Raises :class:`ModelFormatError` if ``n`` exceeds a
         positional table.
         """
@@ -241,7 +254,7 @@ class ExactEngine:
                 res.residuals.append(x)
             upd = None
             for h, WQ, WK, WV, WO in self.heads[li]:
-                rows, out = self._head(h, x, WQ, WK, WV)
+                rows, out = self._head(h, x, WQ, WK, WV, f64=f64_scale)
                 res.heads[h.name] = rows
                 w = matmul(out, WO)
                 if keep_written:
@@ -258,13 +271,19 @@ class ExactEngine:
         res.x = x
         return res
 
-    def _head(self, h: CanonHead, x: RArr, WQ: RArr, WK: RArr, WV: RArr):
+    def _head(self, h: CanonHead, x: RArr, WQ: RArr, WK: RArr, WV: RArr, *, scores: RArr | None = None,
+              f64: bool = True):
+        """One head on ``x`` (B, N, d): its :class:`HeadRows` and hard output (B, N, d_v), exact.
+        ``scores``: the head's exact scores ``(xW_Q)(xW_K)ᵀ`` when the caller has them (not
+        recomputed); ``f64=False``: no float64 rounding scale (``HeadRows.f64_num`` None)."""
         B, N, _ = x.num.shape
-        Q = matmul(x, WQ)
-        K = matmul(x, WK)
         V = normalize(matmul(x, WV))
-        KT = RArr(np.swapaxes(K.num, 1, 2), K.den)
-        S = matmul(Q, KT)  # (B, N, N), denominator S.den (scale outside)
+        if scores is None:
+            Q = matmul(x, WQ)
+            K = matmul(x, WK)
+            S = matmul(Q, RArr(np.swapaxes(K.num, 1, 2), K.den))  # (B, N, N), denominator S.den (scale outside)
+        else:
+            S = scores
         att = attend_matrix(h.mask, N)[None]
         if S.num.dtype == object:
             sent = float("-inf")
@@ -283,10 +302,12 @@ class ExactEngine:
             gap = np.where(has, smax, 0) - np.where(has, rest, 0)
         else:
             gap[has] = smax[has] - rest[has]
-        # float64 rounding scale per row: |x_i||W_Q| · max_j |x_j||W_K| on S's denominator (Q.den·K.den)
-        Qa = matmul(RArr(np.abs(x.num), x.den), RArr(np.abs(WQ.num), WQ.den))
-        Ka = matmul(RArr(np.abs(x.num), x.den), RArr(np.abs(WK.num), WK.den))
-        f64 = matmul(Qa, RArr(Ka.num.max(axis=1)[..., None], Ka.den)).num[..., 0]
+        if f64:  # float64 rounding scale per row: |x_i||W_Q| · max_j |x_j||W_K| on S's denominator (Q.den·K.den)
+            Qa = matmul(RArr(np.abs(x.num), x.den), RArr(np.abs(WQ.num), WQ.den))
+            Ka = matmul(RArr(np.abs(x.num), x.den), RArr(np.abs(WK.num), WK.den))
+            f64 = matmul(Qa, RArr(Ka.num.max(axis=1)[..., None], Ka.den)).num[..., 0]
+        else:
+            f64 = None
         rows = HeadRows(gap_num=gap, has_rest=has, den=S.den, scale=h.scale, ties=ties, rule=h.rule, smax_num=smax,
                         f64_num=f64)
         if h.rule == "AHA":

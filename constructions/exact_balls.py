@@ -146,7 +146,7 @@ class BallEngine(ExactEngine):
     docstring): same interface, results as balls (``ExactRun.xr``, ``HeadRows.ambiguous``)."""
 
     def run(self, tokens: np.ndarray, *, keep_residuals: bool = False, only_layers: int | None = None,
-            keep_written: bool = False) -> ExactRun:
+            keep_written: bool = False, f64_scale: bool = True) -> ExactRun:
         """As :meth:`ExactEngine.run`; ``x`` is the centre and ``xr`` the radius of the result."""
         tokens = np.asarray(tokens, dtype=np.int64)
         hm = self.hm
@@ -169,7 +169,7 @@ class BallEngine(ExactEngine):
             norms(li, "before_heads")
             upd, updr = None, None
             for h, WQ, WK, WV, WO in self.heads[li]:
-                rows, out, outr = self._ball_head(h, x, xr, WQ, WK, WV, cls)
+                rows, out, outr = self._ball_head(h, x, xr, WQ, WK, WV, cls, f64_scale)
                 res.heads[h.name] = rows
                 w = matmul(out, WO)
                 wr = _rmat(outr, WO)
@@ -195,9 +195,10 @@ class BallEngine(ExactEngine):
         res.x, res.xr = x, xr
         return res
 
-    def _ball_head(self, h: CanonHead, x: RArr, xr: RArr | None, WQ: RArr, WK: RArr, WV: RArr, cls: Classes):
+    def _ball_head(self, h: CanonHead, x: RArr, xr: RArr | None, WQ: RArr, WK: RArr, WV: RArr, cls: Classes,
+                   f64_scale: bool = True):
         if _zero(xr):
-            rows, out = self._head(h, x, WQ, WK, WV)
+            rows, out = self._head(h, x, WQ, WK, WV, f64=f64_scale)
             return rows, out, None
         B, N, _ = x.num.shape
         Q, K, V = matmul(x, WQ), matmul(x, WK), normalize(matmul(x, WV))

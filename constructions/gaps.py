@@ -195,10 +195,23 @@ class ExhaustivePart:
     ambiguous: dict[str, tuple] = field(default_factory=dict)
 
 
+#: the exact engines of the last few models (its exact weights, shared by the tasks of one analysis)
+_ENGINES: list[tuple[HardModel, object]] = []
+
+
+def _engine(hm: HardModel):
+    for m, eng in _ENGINES:
+        if m is hm:
+            return eng
+    eng = exact_engine(hm)
+    _ENGINES[:] = [(hm, eng)] + _ENGINES[:3]
+    return eng
+
+
 def exhaustive_part(hm: HardModel, task: Task) -> ExhaustivePart:
     """Exact minima over the words of one task of :func:`~softhard.constructions.gap_tasks.exhaustive_tasks`
     (run anywhere: a Dask worker too); merged in task order by :func:`analyse_gaps`."""
-    eng, agg = exact_engine(hm), _Agg(hm)
+    eng, agg = _engine(hm), _Agg(hm)
     for tok in task_tokens(len(hm.alphabet), task):
         agg.add(tok, eng.run(tok))
     return ExhaustivePart(heads=agg.heads, outputs=agg.outputs, words=agg.words, lns=agg.lns,
@@ -286,7 +299,7 @@ def analyse_gaps(hm: HardModel, n_max: int, *, exhaustive_limit: int = DEFAULT_E
                              f"than the exhaustive limit {exhaustive_limit} (raise it with --exhaustive-limit; the "
                              "analysis evaluates every word exactly, O(n^2) per word and head)")
     t0 = time.perf_counter()
-    eng = exact_engine(hm)
+    eng = _engine(hm)
     agg = _Agg(hm)
     if method == "exhaustive":  # the deterministic split, here or on a cluster (gap_tasks.TASK_MAP)
         for part in map_tasks(partial(exhaustive_part, hm), exhaustive_tasks(k, n_max), progress):

@@ -31,7 +31,7 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import ParameterError
-from .exact import ExactEngine, RArr, add, attend_matrix, matmul, normalize
+from .exact import ExactEngine, RArr, add, attend_matrix, matmul, normalize, to_float
 from .gaps import all_tokens
 from .words import count_words, word_count_text
 from .hard_model import HardModel
@@ -140,6 +140,12 @@ class Stats:
     outputs: dict[str, OutputStats]
     seconds: float = 0.0
     method: str = "exhaustive"
+    #: per (output name, length n): per chunk of :func:`softhard.constructions.gaps.all_tokens`
+    #: (in its order) ``(ids, table)`` with the hard output of word b at row i+1 (float64, as
+    #: :func:`softhard.constructions.exact.to_float` of the exact residual) ``table[ids[b, i]]``;
+    #: None for a chunk whose numerators left int64.  Lets the all-words numeric confirmation reuse
+    #: this enumeration's exact forward passes instead of re-running them (ISSUE 16).
+    hard_outputs: dict = field(default_factory=dict, repr=False)
 
 
 def _fs(x: Fraction | None) -> str | None:
@@ -291,12 +297,14 @@ def analyse(hm: HardModel, n_max: int, *, limit: int = EXHAUSTIVE_LIMIT, progres
     mlps = {m.name: MLPStats(name=m.name, layer=li, in_coords=reads(m.W1)) for li, ms in enumerate(hm.mlps) for m in ms}
     outs = {o.name: OutputStats(name=o.name, type=o.type) for o in hm.outputs}
     words = 0
+    hard: dict = {}
     for n in range(1, n_max + 1):
         if progress:
             progress(f"exact analysis: length {n}")
         for tok in all_tokens(k, n):
             words += len(tok)
-            _batch(hm, eng, tok, heads, cases, mlps, outs)
+            for name, got in _batch(hm, eng, tok, heads, cases, mlps, outs).items():
+                hard.setdefault((name, n), []).append(got)
     for name, (cb, ca) in cases.items():
         heads[name].bos_competitor = cb.c
         heads[name].bos_in_argmax = ca.c
@@ -311,10 +319,13 @@ def analyse(hm: HardModel, n_max: int, *, limit: int = EXHAUSTIVE_LIMIT, progres
                 g, a, b = min(gaps)
                 st.margin = g / 2
                 st.witness = (a, b)
-    return Stats(n_max=n_max, words=words, heads=heads, mlps=mlps, outputs=outs, seconds=time.perf_counter() - t0)
+    return Stats(n_max=n_max, words=words, heads=heads, mlps=mlps, outputs=outs, seconds=time.perf_counter() - t0,
+                 hard_outputs=hard)
 
 
-def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps, outs) -> None:
+def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps, outs) -> dict:
+    """One chunk of words of one length: updates the statistics; returns per output its float64
+    hard values as ``(ids, table)`` (:attr:`Stats.hard_outputs`; None for object numerators)."""
     B, n = tok.shape
     N = n + 1
     alph = hm.alphabet
@@ -378,7 +389,7 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
             rinfo = (gB, gN, a, bosA, hasN, h.scale, S.den)
             row_info[h.name] = rinfo
             _update_cases(cases[h.name], rinfo, rows, word)
-            rws, out = eng._head(h, x, WQ, WK, WV)
+            rws, out = eng._head(h, x, WQ, WK, WV, scores=S, f64=False)  # the scores above, not recomputed
             w = matmul(out, WO)
             upd = w if upd is None else add(upd, w)
             vals = matmul(matmul(x, WV), WO)
@@ -416,10 +427,18 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
             act = RArr(np.maximum(pre.num, 0) if pre.num.dtype != object else
                        np.where(pre.num > 0, pre.num, 0).astype(object), pre.den)
             x = normalize(add(x, add(matmul(normalize(act), W2), b2)))
+    hard = {}
     for o in hm.outputs:
         st = outs[o.name]
         vals = x.num[:, 1:, o.coords].reshape(B * n, len(o.coords))
-        for s, mask in _rows_to_states(vals, x.den).items():
+        if vals.dtype == object:
+            states = _rows_to_states(vals, x.den)
+            hard[o.name] = None
+        else:  # as _rows_to_states, keeping the row -> state index for the float table
+            u, inv = unique_rows(vals)
+            states = {tuple(Fraction(int(v), x.den) for v in r): inv == k for k, r in enumerate(u)}
+            hard[o.name] = (inv.reshape(B, n).astype(np.int32), to_float(RArr(u, x.den)))
+        for s, mask in states.items():
             st.values[s] = st.values.get(s, 0) + int(mask.sum())
             if o.type == "categorical":
                 top = sorted(s)
@@ -428,3 +447,4 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
                     first = int(np.argmax(mask))
                     b, i = divmod(first, n)
                     st.margin, st.witness = mg, (word(b), i + 1)
+    return hard

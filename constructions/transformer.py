@@ -273,19 +273,21 @@ def _encode_single_chars(alphabet: Sequence[str], words: list, n: int) -> np.nda
     cps = np.array([ord(s) for s in alphabet], dtype=np.int64)
     lut = np.zeros(int(cps.max()) + 2, dtype=np.int64)  # 0 = not in the alphabet
     lut[cps] = np.arange(1, len(alphabet) + 1)
-    out = np.empty((len(words), n), dtype=np.int64)
-    for b, w in enumerate(words):
+    joined = []
+    for w in words:
         try:
             s = w if isinstance(w, str) else "".join(w)
         except TypeError:
             return None
         if len(s) != n:  # some element was not a single character: let the general path report it
             return None
-        cp = np.frombuffer(s.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
-        np.minimum(cp, len(lut) - 1, out=cp)
-        ids = lut[cp]
-        if not ids.all():
-            bad = s[int(np.flatnonzero(ids == 0)[0])]
-            raise ParameterError(f"symbol {bad!r} is not in the alphabet {list(alphabet)}")
-        out[b] = ids
-    return out
+        joined.append(s)
+    # one decode for the whole batch (a per-word decode cost ~25 µs a word: ISSUE 16)
+    cp = np.frombuffer("".join(joined).encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    np.minimum(cp, len(lut) - 1, out=cp)
+    ids = lut[cp]
+    if not ids.all():
+        flat = int(np.flatnonzero(ids == 0)[0])
+        bad = joined[flat // n][flat % n]
+        raise ParameterError(f"symbol {bad!r} is not in the alphabet {list(alphabet)}")
+    return ids.reshape(len(words), n)

@@ -97,7 +97,7 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
             for b0 in range(0, len(ws), 512):
                 chunk = ws[b0:b0 + 512]
                 tok = c.model.encode(chunk)
-                ex = eng.run(tok, keep_written=bool(head_bounds))  # the exact hard model is the reference
+                ex = eng.run(tok, keep_written=bool(head_bounds), f64_scale=False)  # the exact hard reference
                 hard_x = to_float(ex.x)
                 soft = forward(c.model, tok, mode="soft", inv_tau=inv_tau)
                 allow = allowance_abs(hard_x)

@@ -59,7 +59,41 @@ def _validator() -> "jsonschema.Draft202012Validator":  # noqa: F821 - imported 
     (``check_schema`` was ~0.1 s CPU of each; ISSUE 16)."""
     import jsonschema  # third-party, heavy; verify's schema check only
 
-    return jsonschema.Draft202012Validator(schema())
+    base = jsonschema.Draft202012Validator
+    return jsonschema.validators.extend(base, {"properties": _memo_properties})(schema())
+
+
+#: (id of a subschema, canonical JSON of an object's property value) -> that subschema, for the
+#: values found valid under it (the schema has local ``$ref`` s only, no ``$id``, ``$dynamicRef``,
+#: ``format`` or ``unevaluated*``: a value's validity under a subschema depends on the two alone)
+_VALID: dict[tuple[int, bytes], dict] = {}
+_VALID_MAX = 4096
+
+
+def _memo_properties(validator, properties, instance, schema):
+    """jsonschema's ``properties`` keyword, skipping a non-empty object or array value already
+    found valid under the same subschema (verify of many edited copies of one certificate
+    re-validates the unedited sections: ISSUE 16).  The same errors, in the same order: only a
+    value that yielded none is remembered, and an invalid one is validated afresh every time."""
+    if not validator.is_type(instance, "object"):
+        return
+    for prop, subschema in properties.items():
+        if prop not in instance:
+            continue
+        value, key = instance[prop], None
+        if isinstance(value, (dict, list)) and value and isinstance(subschema, dict):
+            try:
+                key = (id(subschema), canonical(value))
+            except (TypeError, ValueError):  # NaN/Infinity or a non-JSON value: validated as it is
+                key = None
+            if key is not None and _VALID.get(key) is subschema:
+                continue
+        errors = list(validator.descend(value, subschema, path=prop, schema_path=prop))
+        if key is not None and not errors:
+            if len(_VALID) >= _VALID_MAX:
+                _VALID.clear()
+            _VALID[key] = subschema
+        yield from errors
 
 
 @lru_cache(maxsize=1)
@@ -140,7 +174,7 @@ def _replay(kind: Kind, cert: dict, timeout_s: float) -> tuple[dict, object]:
     key = canonical([kind.name, kind.inputs(cert), timeout_s])
     if key not in _REPLAYS:
         if len(_REPLAYS) >= _REPLAY_CACHE:
-            _REPLAYS.pop(next(iter(_REPLAYS)))
+            _BUDGET_HITS.pop(id(_REPLAYS.pop(next(iter(_REPLAYS)))[0]), None)
         _REPLAYS[key] = kind.replay(cert, timeout_s)
     return _REPLAYS[key]
 
@@ -177,14 +211,27 @@ BUDGET_WORDS = ("timeout", "time limit", "budget")
 DEFAULT_BUDGET_S = 600.0
 
 
+#: id of a memoised replay's certificate (alive in _REPLAYS) -> :func:`_budget_hit` of it
+_BUDGET_HITS: dict[int, bool] = {}
+
+
 def _budget_hit(fresh: dict) -> bool:
-    return any(isinstance(v, str) and p and p[-1] == "reason" and any(w in v for w in BUDGET_WORDS)
-               for p, v in leaves(fresh))
+    """Whether a re-run claim of ``fresh`` stopped at a budget (memoised for the replays kept in
+    :data:`_REPLAYS`: every verify of an edited copy of one certificate shares its replay)."""
+    memo = any(r[0] is fresh for r in _REPLAYS.values())
+    if memo and id(fresh) in _BUDGET_HITS:
+        return _BUDGET_HITS[id(fresh)]
+    hit = any(isinstance(v, str) and p and p[-1] == "reason" and any(w in v for w in BUDGET_WORDS)
+              for p, v in leaves(fresh))
+    if memo:
+        _BUDGET_HITS[id(fresh)] = hit
+    return hit
 
 
 def clear_replay_cache() -> None:
     """Forget earlier replays (each verify of an identical certificate otherwise reuses one)."""
     _REPLAYS.clear()
+    _BUDGET_HITS.clear()
 
 
 def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float = 20.0,

@@ -25,6 +25,7 @@ from ..constructions.errors import SofthardError
 from ..constructions.exact import ExactEngine, to_float
 from ..constructions.gaps import all_tokens
 from ..constructions.engine import forward
+from ..constructions.transformer import Transformer
 from .certjson import canonical, diff
 from .replay import VerifyReport
 from .tracr_analysis import Analysis
@@ -43,9 +44,24 @@ def compiled_inv_tau_float(an: Analysis) -> float:
     return float(an.coldness) / math.sqrt(int(an.info["key_size"]))
 
 
+def _exact_engine(an: Analysis) -> ExactEngine:
+    """The exact hard engine of ``an``'s model (built once per analysis: its exact weights)."""
+    if "exact_engine" not in an.cache:
+        an.cache["exact_engine"] = ExactEngine(an.hm)
+    return an.cache["exact_engine"]
+
+
+def _float_model(an: Analysis) -> Transformer:
+    """The float64 transformer of ``an``'s model (:meth:`HardModel.transformer`, built once per
+    analysis: every example and the all-words runs use the same one)."""
+    if "float_model" not in an.cache:
+        an.cache["float_model"] = an.hm.transformer()
+    return an.cache["float_model"]
+
+
 def _exact_outputs(an: Analysis, words: list[tuple[str, ...]]) -> dict[tuple, np.ndarray]:
     hm = an.hm
-    eng = ExactEngine(hm)
+    eng = _exact_engine(an)
     o = hm.outputs[0]
     out = {}
     by: dict[int, list] = {}
@@ -92,20 +108,22 @@ def _same_value(decoded, rasp, categorical: bool, tol: Fraction) -> bool:
     return abs(Fraction(decoded) - r) < tol
 
 
-def _example(an: Analysis, e: dict) -> tuple[dict, dict]:
-    """One stored example re-run: its row and its float64 deviations (memoised on ``an``)."""
+def _example(an: Analysis, e: dict, exact: dict | None = None, key: bytes | None = None) -> tuple[dict, dict]:
+    """One stored example re-run: its row and its float64 deviations (memoised on ``an``);
+    ``exact``: exact hard outputs by word already computed (:func:`_exact_outputs`); ``key``: its
+    canonical JSON, if computed."""
     cache = an.cache.setdefault("examples", {})
-    key = canonical(e)
+    key = canonical(e) if key is None else key
     if key in cache:
         return cache[key]
     hm = an.hm
     o = hm.outputs[0]
     cat = o.type == "categorical"
-    tr = hm.transformer()
+    tr = _float_model(an)
     cols = [tr.labels.index(hm.labels[c]) for c in o.coords]
     lam = compiled_inv_tau_float(an)
     w = tuple(e["input"])
-    ex = _exact_outputs(an, [w])[w]
+    ex = exact[w] if exact and w in exact else _exact_outputs(an, [w])[w]
     hard = [_decode(an, r) for r in ex]
     soft_x = forward(tr, tr.encode([list(w)]), mode="soft", inv_tau=lam).x[0][1:, cols]
     soft = [_decode(an, r) for r in soft_x]
@@ -153,7 +171,13 @@ def confirm_examples(an: Analysis, examples: list[dict] | None = None) -> dict:
     if not exs:
         return {"count": 0, "hard_reproduced": None, "numpy_hard_reproduced": None, "soft_reproduced": None,
                 "rows": []}
-    rows, devs = zip(*(_example(an, e) for e in exs))
+    done = an.cache.get("examples", {})
+    try:  # the exact passes of the examples not yet run, one batch per length (exact: batching changes no value)
+        keys = [canonical(e) for e in exs]
+        exact = _exact_outputs(an, list(dict.fromkeys(tuple(e["input"]) for e, k in zip(exs, keys) if k not in done)))
+    except (SofthardError, KeyError, TypeError, ValueError, IndexError):
+        keys, exact = [None] * len(exs), None  # a malformed example: each runs alone, the first bad one raises
+    rows, devs = zip(*(_example(an, e, exact, k) for e, k in zip(exs, keys)))
     num = o.type == "numerical"
 
     def worst(k):
@@ -178,55 +202,85 @@ def examples_ok(ex: dict) -> bool:
             and ex["soft_reproduced"] is not False)
 
 
+def _mp_layers(an: Analysis, dps: int) -> list:
+    """The model's weights as ``dps``-digit mpf values (memoised on ``an``): per layer its heads
+    ``(mask, scale, W_Q, W_K, W_V W_O)`` and MLPs ``(W1, b1, W2, b2)``, each matrix by its columns,
+    each column the list of its non-zero entries ``(row, value)`` (what :func:`_mp_mul` sums)."""
+    key = ("mp_layers", dps)
+    if key not in an.cache:
+        hm = an.hm
+        with mpmath.workdps(dps):
+            def q(v: Fraction) -> mpmath.mpf:
+                return mpmath.mpf(v.numerator) / v.denominator
+
+            def cols(a: np.ndarray) -> list[list[tuple[int, mpmath.mpf]]]:
+                return [[(r, q(a[r, c])) for r in range(a.shape[0]) if a[r, c] != 0] for c in range(a.shape[1])]
+            an.cache[key] = [([(h.mask, q(h.scale), cols(h.W_Q), cols(h.W_K), cols(h.vo())) for h in hs],
+                              [(cols(m.W1), [q(v) for v in m.b1], cols(m.W2), [q(v) for v in m.b2]) for m in ms])
+                             for hs, ms in zip(hm.heads, hm.mlps)]
+    return an.cache[key]
+
+
+def _mp_mul(x: list[list], cols: list[list[tuple[int, mpmath.mpf]]]) -> list[list]:
+    """``x · W`` (rows of mpf times a matrix given by its sparse columns, :func:`_mp_layers`): each
+    entry one ``mpmath.fdot`` (exact products, one rounding) over the non-zero weights — the value
+    ``mpmath.matrix`` multiplication gives (its ``fdot`` skips the zero products exactly)."""
+    fdot = mpmath.fdot
+    return [[fdot([(row[r], v) for r, v in col]) for col in cols] for row in x]
+
+
 def mp_error(an: Analysis, word: tuple[str, ...], inv_tau, dps: int = 50) -> mpmath.mpf:
     """``max_i |soft − hard|`` over the output coordinates of ``word``, the soft forward pass in
     ``dps``-digit arithmetic (mpmath) against the exact hard one — resolves errors far below
-    float64 resolution (THEORY §7)."""
+    float64 resolution (THEORY §7).  Shapes: ``word`` of length n ≤ max_seq_len; the residual
+    stream ``(n+1, d)``.  Each operation is the one of a dense ``mpmath.matrix`` evaluation (same
+    roundings, same order; zero weights skipped, which changes no value: tested against it)."""
     hm = an.hm
     o = hm.outputs[0]
     ex = _exact_outputs(an, [word])[word]
+    layers = _mp_layers(an, dps)
     with mpmath.workdps(dps):
+        zero = mpmath.mpf(0)
         lam = mpmath.mpf(inv_tau.numerator) / inv_tau.denominator if isinstance(inv_tau, Fraction) else mpmath.mpf(inv_tau)
         N = len(word) + 1
+        d = hm.d
         E = hm.token_embedding
         P = hm.positional_exact(len(word))
         ids = [0] + hm.encode(word)
-
-        def M(a):
-            return mpmath.matrix([[mpmath.mpf(x.numerator) / x.denominator for x in row] for row in a])
-        x = mpmath.matrix(N, hm.d)
+        x = []
         for i, t in enumerate(ids):
-            for a in range(hm.d):
+            row = []
+            for a in range(d):
                 v = E[t, a] + P[i, a]
-                x[i, a] = mpmath.mpf(v.numerator) / v.denominator
-        for hs, ms in zip(hm.heads, hm.mlps):
-            upd = mpmath.matrix(N, hm.d)
-            for h in hs:
-                Q, K, VO = x * M(h.W_Q), x * M(h.W_K), x * M(h.vo())
-                sc = mpmath.mpf(h.scale.numerator) / h.scale.denominator
-                for i in range(N):
-                    js = [0] if i == 0 else [j for j in range(N) if _att(h.mask, i, j)]
-                    s = [sc * sum(Q[i, c] * K[j, c] for c in range(Q.cols)) for j in js]
-                    top = max(s)
-                    w = [mpmath.exp(lam * (v - top)) for v in s]
-                    z = sum(w)
-                    for b in range(hm.d):
-                        upd[i, b] += sum(wk * VO[j, b] for wk, j in zip(w, js)) / z
-            x = x + upd
-            for m in ms:
-                pre = x * M(m.W1)
-                for i in range(N):
-                    for u in range(pre.cols):
-                        pre[i, u] = max(pre[i, u] + mpmath.mpf(m.b1[u].numerator) / m.b1[u].denominator, 0)
-                out = pre * M(m.W2)
-                for i in range(N):
-                    for b in range(hm.d):
-                        x[i, b] += out[i, b] + mpmath.mpf(m.b2[b].numerator) / m.b2[b].denominator
+                row.append(mpmath.mpf(v.numerator) / v.denominator)
+            x.append(row)
+        for heads, mlps in layers:
+            if heads:
+                upd = [[zero] * d for _ in range(N)]
+                for mask, sc, WQ, WK, VO in heads:
+                    Q, K, V = _mp_mul(x, WQ), _mp_mul(x, WK), _mp_mul(x, VO)
+                    kq = len(WQ)
+                    written = [b for b in range(d) if VO[b]]  # a zero column of W_V W_O writes exactly 0
+                    for i in range(N):
+                        js = [0] if i == 0 else [j for j in range(N) if _att(mask, i, j)]
+                        Qi = Q[i]
+                        s = [sc * sum(Qi[c] * K[j][c] for c in range(kq)) for j in js]
+                        top = max(s)
+                        w = [mpmath.exp(lam * (v - top)) for v in s]
+                        z = sum(w)
+                        for b in written:
+                            upd[i][b] += sum(wk * V[j][b] for wk, j in zip(w, js)) / z
+                x = [[a + u if u else a for a, u in zip(xr, ur)] for xr, ur in zip(x, upd)]  # a + 0 is a
+            for W1, b1, W2, b2 in mlps:
+                pre = _mp_mul(x, W1)
+                pre = [[max(p + c, 0) for p, c in zip(row, b1)] for row in pre]
+                out = _mp_mul(pre, W2)
+                x = [[a + t if (t := u + c) else a for a, u, c in zip(xr, ur, b2)] for xr, ur in zip(x, out)]
         err = mpmath.mpf(0)
         for i in range(1, N):
             for k, c in enumerate(o.coords):
                 v = ex[i - 1][k]
-                err = max(err, abs(x[i, c] - mpmath.mpf(v.numerator) / v.denominator))
+                err = max(err, abs(x[i][c] - mpmath.mpf(v.numerator) / v.denominator))
         return +err
 
 
@@ -243,8 +297,8 @@ def confirm_all_words(an: Analysis, inv_taus: list[float] | None = None, mp_word
     words ``s t…t`` and ``s…s t`` (at most ``mp_words``) are re-run with the soft pass in 50-digit
     arithmetic (:func:`mp_error`): errors below float64 resolution are measured there."""
     hm = an.hm
-    tr = hm.transformer()
-    eng = ExactEngine(hm)
+    tr = _float_model(an)
+    eng = _exact_engine(an)
     o = hm.outputs[0]
     cols = [tr.labels.index(hm.labels[c]) for c in o.coords]
     lam_c = compiled_inv_tau_float(an)
@@ -255,8 +309,13 @@ def confirm_all_words(an: Analysis, inv_taus: list[float] | None = None, mp_word
     mismatched = 0
     for L in range(1, an.n_table + 1):
         best = {lam: (-1.0, None, None) for lam in lams}
-        for tok in all_tokens(k, L):
-            hard = to_float(eng.run(tok).x)[:, 1:, :][..., o.coords]
+        stored = an.stats.hard_outputs.get((o.name, L))  # the analysis' exact passes over these very chunks
+        for ci, tok in enumerate(all_tokens(k, L)):
+            got = stored[ci] if stored is not None and ci < len(stored) else None
+            if got is not None:
+                hard = got[1][got[0]]
+            else:
+                hard = to_float(eng.run(tok).x)[:, 1:, :][..., o.coords]
             for lam in lams:
                 soft = forward(tr, tok, mode="soft", inv_tau=lam).x[:, 1:, cols]
                 diff = np.abs(soft - hard).max(axis=2)
@@ -333,6 +392,20 @@ def check_numeric(num: dict | None, examples: list[dict], an: Analysis, rep: Ver
         rep.add("numeric.ok", f"is {num['ok']!r} but the examples and the all-words runs give {ok!r}")
 
 
+def _bound_at(an: Analysis, n, inv_tau) -> mpmath.mpf:
+    """The output's bound at ``(n, 1/τ)`` (:func:`~softhard.bounds.derive.evaluate`), memoised on
+    ``an`` for an int n and an int, float or Fraction 1/τ (verify re-checks the same rows of every
+    edited copy of a certificate; other values are evaluated as given)."""
+    expr = an.bound.outputs[an.hm.outputs[0].name]
+    if type(n) is not int or type(inv_tau) not in (int, float, Fraction):
+        return evaluate(expr, n_value=n, inv_tau=inv_tau)
+    memo = an.cache.setdefault("bound_at", {})
+    key = (n, type(inv_tau), inv_tau)
+    if key not in memo:
+        memo[key] = evaluate(expr, n_value=n, inv_tau=inv_tau)
+    return memo[key]
+
+
 def check_all_words(rep: VerifyReport, aw: dict, an: Analysis) -> None:
     """Consistency of the stored all-words runs (not re-run): the families and lengths, the
     compiled temperature, each row's bound re-evaluated at its (n, 1/τ), its ratio equal to
@@ -353,7 +426,7 @@ def check_all_words(rep: VerifyReport, aw: dict, an: Analysis) -> None:
             rep.add(f"numeric.all_words.per_inv_tau[{j}].rows", f"not one row per length 1..{N} with every word")
         for i, r in enumerate(rows):
             where = f"numeric.all_words.per_inv_tau[{j}].rows[{i}]"
-            bd = float(evaluate(an.bound.outputs[o.name], n_value=r["n"], inv_tau=p["inv_tau"]))
+            bd = float(_bound_at(an, r["n"], p["inv_tau"]))
             if abs(bd - r["bound"]) > 1e-12 * max(abs(bd), 1e-300):
                 rep.add(f"{where}.bound", f"stored {r['bound']!r} but the bound at n = {r['n']} is {bd!r}")
             want = (r["observed"] / r["bound"]) if r["bound"] > 0 and r["resolved_in_float64"] else None
@@ -371,7 +444,7 @@ def check_all_words(rep: VerifyReport, aw: dict, an: Analysis) -> None:
         rep.add("numeric.all_words.high_precision", "not one 50-digit run per temperature of the all-words runs")
     for j, h in enumerate(hp):
         where = f"numeric.all_words.high_precision[{j}]"
-        bd = evaluate(an.bound.outputs[o.name], n_value=N, inv_tau=Fraction(h["inv_tau"]))
+        bd = _bound_at(an, N, Fraction(h["inv_tau"]))
         if h["n"] != N or h["bound"] != mpmath.nstr(bd, 15):
             rep.add(f"{where}.bound", f"stored {h['bound']!r} at n = {h['n']}, but the bound at n = {N} is "
                                       f"{mpmath.nstr(bd, 15)}")

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from softhard.constructions.engine import forward
 from softhard.constructions.errors import ModelFormatError
-from softhard.constructions.exact import ExactEngine
+from softhard.constructions.exact import ExactEngine, to_float
+from softhard.constructions.gaps import all_tokens
 from softhard.constructions.tracr import parse_labels
 from softhard.constructions.tracr_gaps import analyse, unique_rows
 from softhard.constructions.tracr_load import from_assembled, load_tracr
@@ -523,3 +524,29 @@ def test_unique_rows_is_numpy_unique(rows, cols, span, seed):
         assert u.shape == (1, 0) and not inv.any()
         return
     assert np.array_equal(u, want_u) and np.array_equal(inv, want_inv.reshape(-1))
+
+
+@pytest.mark.parametrize("name", ["frac_prevs", "hist"])
+def test_analysis_keeps_every_words_hard_outputs(models, name):
+    """Stats.hard_outputs (reused by the all-words numeric run, ISSUE 16) is, chunk by chunk, the
+    float64 of a separate exact forward pass of the same words (bit for bit), and the hard values
+    it names are the output statistics' values with their row counts."""
+    hm = models[name].hard_model()
+    N = hm.table.shape[0] - 1
+    st = analyse(hm, N)
+    eng = ExactEngine(hm)
+    k = len(hm.alphabet)
+    for o in hm.outputs:
+        counts: dict = {}
+        for L in range(1, N + 1):
+            chunks = list(all_tokens(k, L))
+            stored = st.hard_outputs[(o.name, L)]
+            assert len(stored) == len(chunks)
+            for (ids, table), tok in zip(stored, chunks):
+                x = eng.run(tok).x
+                want = to_float(x)[:, 1:, :][..., o.coords]
+                assert ids.shape == tok.shape and np.array_equal(table[ids], want)
+                for row in x.num[:, 1:, o.coords].reshape(-1, len(o.coords)):
+                    s = tuple(Fraction(int(v), x.den) for v in row)
+                    counts[s] = counts.get(s, 0) + 1
+        assert counts == st.outputs[o.name].values

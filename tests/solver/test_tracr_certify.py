@@ -21,7 +21,8 @@ import mpmath
 import numpy as np
 import pytest
 
-from tamper import undetected
+import jsonschema
+from tamper import _edited, _nodes, undetected
 
 from softhard.constructions.engine import forward
 from softhard.constructions.modelfile import doc_sha256
@@ -29,6 +30,7 @@ from softhard.constructions.tracr_load import load_tracr
 from softhard.solver.certjson import compute_hashes, load_certificate, write_certificate
 from softhard.solver.cli import main
 from softhard.solver.kinds import verify_certificate
+from softhard.solver.replay import _validator, schema
 from softhard.solver.tracr import certify_tracr
 
 DIR = Path(__file__).resolve().parents[2] / "examples" / "tracr"
@@ -273,6 +275,39 @@ def test_every_edit_detected(certs):
     bad = undetected(certs["frac_prevs"], "tracr", verify_certificate,
                      inputs=("source", "search.min_inv_tau", "search.longer_inputs", "search.recompiled"))
     assert bad == []
+
+
+def test_memoised_schema_validation_equals_plain_jsonschema(certs):
+    """verify's validator (valid sections remembered, ISSUE 16) yields exactly the errors, in the
+    same order, of a plain Draft 2020-12 validator, on copies with one of every 12 nodes edited
+    or deleted (each validated twice: the memo cold, then warm) and on type-changed sections."""
+    plain, memo = jsonschema.Draft202012Validator(schema()), _validator()
+
+    def errs(v, c):
+        return [(list(e.absolute_path), e.message, e.validator) for e in v.iter_errors(c)]
+    cert = certs["frac_prevs"]
+    cases = []
+    for i, (path, v) in enumerate(_nodes(cert)):  # every 12th node: its leaf edited, or the node deleted
+        if i % 12 or not path or path[0] == "hashes":
+            continue
+        c = json.loads(json.dumps(cert))
+        parent = c
+        for p in path[:-1]:
+            parent = parent[p]
+        if isinstance(v, (dict, list)) and v:
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = _edited(v)
+        cases.append(c)
+    cases += [{**cert, k: v} for k, v in (("heads", {}), ("claims", [1]), ("source", {**cert["source"], "model": []}),
+                                          ("numeric", {**cert["numeric"], "all_words": [cert["numeric"]]}))]
+    assert errs(plain, cert) == [] == errs(memo, cert)
+    bad = 0
+    for c in cases:
+        want = errs(plain, c)
+        assert errs(memo, c) == want and errs(memo, c) == want
+        bad += bool(want)
+    assert bad >= 20  # schema violations among them, not only valid copies
 
 
 def test_schema_1_certificate_one_line(certs, tmp_path, capsys):
