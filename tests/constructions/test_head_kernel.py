@@ -15,12 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from softhard.constructions import head_kernel, structured_attention
-from softhard.constructions.compile import compile_formula
-from softhard.constructions.engine import forward, run_head
-from softhard.constructions.parse import parse_formula
+from softhard.constructions.engine import run_head
 from softhard.constructions.simulate import leak_rounding_allowance
 from softhard.constructions.structured_attention import _Struct, structured_eval
-from softhard.constructions.weights import build_transformer
 
 MASKS = ["strict_past", "past", "strict_future", "future", "none"]
 RULES = ["AHA", "UHA-leftmost", "UHA-rightmost"]
@@ -190,17 +187,10 @@ def test_hard_only_kernel_equals_reference(monkeypatch, mask, rule):
     assert np.array_equal(ref[1], h_ex) and np.array_equal(ref[3], t_ex)
 
 
-def test_head_on_fused_kernel_matches_numpy_path_within_leak_allowance(monkeypatch):
+def test_head_on_fused_kernel_matches_numpy_path_within_leak_allowance(monkeypatch, s_head_input):
     # the `!a S b` head (strict past, UHA-rightmost, one group) on one random word, at its 1/τ scale
-    g = compile_formula(parse_formula("(a U b) | ((!a S b) & H (a | Y b))"), ["a", "b"])
-    m = build_transformer(g, "T")
     n = 20_000
-    tok = np.random.default_rng(5).integers(1, 3, size=(1, n))
-    for li, blk in enumerate(m.blocks):
-        for h in blk.heads:
-            if h.name == "!a S b":
-                x = forward(m, tok, mode="hard", keep_residuals=True).residuals[li]
-                head = h
+    head, x = s_head_input(n, 5)
     inv_tau = 4.0 * n
     calls = []
     real = structured_attention.fused_eval

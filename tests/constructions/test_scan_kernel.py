@@ -8,12 +8,9 @@ import numpy as np
 import pytest
 
 from softhard.constructions import scan_kernel, structured_attention
-from softhard.constructions.engine import forward, run_head
-from softhard.constructions.compile import compile_formula
-from softhard.constructions.parse import parse_formula
+from softhard.constructions.engine import run_head
 from softhard.constructions.simulate import leak_rounding_allowance
 from softhard.constructions.structured_attention import affine_scan
-from softhard.constructions.weights import build_transformer
 
 U = 2.0 ** -53
 
@@ -69,21 +66,14 @@ def test_kernel_and_numpy_scan_within_allowance_of_80_bit_reference(m, seed):
         assert np.all(k >= 0)
 
 
-def test_head_on_kernel_path_matches_numpy_path_within_leak_allowance(monkeypatch):
-    # the `!a S b` head of a two-letter formula on one random word long enough for the kernel
-    g = compile_formula(parse_formula("(a U b) | (!a S b)"), ["a", "b"])
-    m = build_transformer(g, "T")
+def test_head_on_kernel_path_matches_numpy_path_within_leak_allowance(monkeypatch, s_head_input):
+    # the `!a S b` head on one random word long enough for the kernel
     n = 30_000
     monkeypatch.setattr(scan_kernel, "MIN_MEMBERS", 1000)  # the kernel path for this length
     calls = []
     monkeypatch.setattr(structured_attention, "group_scan",
                         lambda *a: calls.append(len(a[0])) or scan_kernel.group_scan(*a))
-    tok = np.random.default_rng(3).integers(1, 3, size=(1, n))
-    for li, blk in enumerate(m.blocks):
-        for h in blk.heads:
-            if h.name == "!a S b":
-                x = forward(m, tok, mode="hard", keep_residuals=True).residuals[li]
-                head = h
+    head, x = s_head_input(n, 3)
     inv_tau = 4.0 * n
     fast = run_head(head, x, soft=True, inv_tau=inv_tau, path="structured")
     assert calls and max(calls) >= 1000  # the compiled scan ran
