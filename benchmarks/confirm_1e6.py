@@ -143,7 +143,7 @@ def main(argv=None) -> int:
     nodes = {}
     for c in checks:
         cur = nodes.get(c.node)
-        if cur is None or c.ratio > cur["ratio"]:
+        if cur is None or (c.ratio is not None and (cur["ratio"] is None or c.ratio > cur["ratio"])):
             nodes[c.node] = {"ratio": c.ratio, "observed": c.observed, "bound": c.bound, "family": c.family,
                              "row": c.row, "allowance_rel": c.allowance_rel}
         nodes[c.node].setdefault("violations", 0)

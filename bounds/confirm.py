@@ -53,8 +53,11 @@ class NodeCheck:
     premise: str | None = None
 
     @property
-    def ratio(self) -> float:
-        return self.observed / self.bound if self.bound > 0 else (0.0 if self.observed == 0 else float("inf"))
+    def ratio(self) -> float | None:
+        """observed / bound; None when the bound is 0 in float64 (underflow: an average-hard bound of
+        ~1e-1303) while a rounding-level error is observed — no tightness can be read there (and
+        JSON has no infinity)."""
+        return self.observed / self.bound if self.bound > 0 else (0.0 if self.observed == 0 else None)
 
     @property
     def exceeds(self) -> bool:
@@ -93,7 +96,7 @@ class Confirmation:
     def worst(self, node: str, family: str | None = None) -> NodeCheck | None:
         """The check with the largest tightness for ``node`` (and ``family`` if given)."""
         cs = [c for c in self.checks if c.node == node and (family is None or c.family == family)]
-        return max(cs, key=lambda c: c.ratio) if cs else None
+        return max(cs, key=_tightness) if cs else None
 
     def summary(self, word_chars: int | None = None) -> dict[str, dict]:
         """Per node: inputs tried, the worst check (largest observed/bound among the checks whose
@@ -110,7 +113,7 @@ class Confirmation:
             # tightness is read where the observation resolves the bound (allowance below 1): an output
             # error of 1e-16 (float rounding) against a bound of 1e-100 says nothing about tightness
             guarded = [c for c in guarded if c.allowance_rel < 1] or guarded
-            w = max(guarded, key=lambda c: c.ratio)
+            w = max(guarded, key=_tightness)
             word = w.word if word_chars is None or len(w.word) <= word_chars else w.word[:word_chars - 3] + "..."
             out[node] = {
                 "inputs": sum(c.inputs for c in cs),
@@ -119,12 +122,18 @@ class Confirmation:
                 "allowance_rel": w.allowance_rel if math.isfinite(w.allowance_rel) else None, "premise": w.premise,
                 "violations": sum(not c.ok for c in cs),
                 "premise_failures": sum(c.premise is not None for c in cs),
-                "max_ratio_by_family": {f: max(c.ratio for c in guarded if c.family == f)
+                "max_ratio_by_family": {f: max((c.ratio for c in guarded if c.family == f and c.ratio is not None),
+                                               default=None)
                                         for f in dict.fromkeys(c.family for c in guarded)},
                 "largest_leak": max(c.observed for c in cs),
                 "largest_leak_at_n": max(cs, key=lambda c: c.observed).n,
             }
         return out
+
+
+def _tightness(c: NodeCheck) -> float:
+    """Sort key of a check's tightness: a check without a ratio (bound 0 in float64) ranks below all."""
+    return -1.0 if c.ratio is None else c.ratio
 
 
 def attention_ancestors(model: Transformer, bounds: Mapping[str, NodeBound]) -> dict[str, list[str]]:

@@ -552,7 +552,8 @@ def _check_numeric(num: dict | None, c: Construction, rep: VerifyReport) -> None
             exp_ratio = s["worst_observed"] / s["bound_there"]
         else:
             exp_ratio = 0.0 if s["worst_observed"] == 0 else None
-        if exp_ratio is None or abs(exp_ratio - s["ratio"]) > 1e-9 * max(1.0, abs(exp_ratio)):
+        if (exp_ratio is None) != (s["ratio"] is None) or (
+                exp_ratio is not None and abs(exp_ratio - s["ratio"]) > 1e-9 * max(1.0, abs(exp_ratio))):
             rep.add(f"numeric.nodes.{v}.ratio", f"stored {s['ratio']!r} but worst_observed/bound_there = {exp_ratio!r}")
         allow = s["allowance_rel"]  # None: infinite (no float64 rounding guarantee, refutes nothing)
         viol = allow is not None and s["worst_observed"] > s["bound_there"] * (1 + allow)

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from softhard.bounds.confirm import Confirmation, NodeCheck
 from softhard.constructions.parameters import fraction_text
 from softhard.solver.cli import main
 from softhard.solver.cli.handlers import console
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "models" / "ab_subsequence.json"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_progress_off_a_terminal_is_plain_lines_after_the_delay(monkeypatch, capsys):
@@ -488,3 +490,32 @@ def test_a_bad_schedule_in_a_batch_is_refused_once(capsys, tmp_path):
     cap = capsys.readouterr()
     assert len(cap.err.strip().splitlines()) == 1 and "--schedule" in cap.err and cap.out == ""
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_bound_that_underflows_float64_gives_no_ratio_not_infinity(tmp_path, capsys):
+    """Found by a new-user trial: ``certify examples/aba.ltl --eta 1/8 --n-max 1000`` stopped with an
+    internal error (exit 3): at 1/τ = 8317.8 the average-hard P node's bound (~1e-1807) is 0.0 in
+    float64 while a one-ulp output error (2.2e-16) is observed, and observed/bound = inf reached the
+    certificate's strict JSON.  Such a check has no ratio (None); the certificate is written, strict,
+    and verifies."""
+    out = tmp_path / "aba8.json"
+    assert main(["certify", str(EXAMPLES / "aba.ltl"), "--eta", "1/8", "--n-max", "1000", "-o", str(out)]) == 0
+    capsys.readouterr()
+    text = out.read_text()
+    cert = json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))  # no NaN/Infinity
+    p = cert["numeric"]["nodes"]["P (a & (Y (b & (Y a))))"]
+    assert p["ratio"] is None or p["ratio"] >= 0
+    assert all(r is None or r >= 0 for r in p["max_ratio_by_family"].values())
+    assert main(["verify", str(out)]) == 0
+
+
+def test_node_check_ratio_of_an_underflowed_bound_is_none():
+    """NodeCheck.ratio: observed/bound; 0 when nothing is observed; None (not inf) when the bound is
+    0.0 in float64 but an error is observed; such checks rank below every ratio in the summary."""
+    mk = lambda obs, bd: NodeCheck(node="v", family="f", n=10, inv_tau=1.0, inputs=1, observed=obs, bound=bd,  # noqa: E731
+                                   allowance_rel=float("inf") if bd == 0 else 1e-12, word="ab", row=1)
+    assert mk(2.2e-16, 0.0).ratio is None and mk(0.0, 0.0).ratio == 0.0 and mk(1e-3, 4e-3).ratio == 0.25
+    conf = Confirmation(checks=[mk(2.2e-16, 0.0), mk(0.0, 0.0)])
+    s = conf.summary()["v"]
+    assert s["ratio"] == 0.0 and s["max_ratio_by_family"] == {"f": 0.0}
+    assert Confirmation(checks=[mk(2.2e-16, 0.0)]).summary()["v"]["ratio"] is None

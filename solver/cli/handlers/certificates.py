@@ -53,7 +53,7 @@ def print_formula_certificate(cert: dict, path=None) -> None:
                   f"<= {cl['tolerance']}, {rng_txt}" if cl else "exact",
                   f"[{col}]{st}[/{col}]" + (f" n={cl['counterexample']}" if cl and cl["counterexample"] else ""),
                   f"{cl['seconds']:.2f}" if cl else "-", arb,
-                  (f"{num['ratio']:.4f}" if num else "-"))
+                  (f"{num['ratio']:.4f}" if num and num["ratio"] is not None else "-"))
     con.print(t)
     for nd in cert["nodes"]:  # THEORY §4b: how each P/F selection was built, and what the other way needs
         ch = nd.get("choice")

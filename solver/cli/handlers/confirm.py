@@ -79,8 +79,8 @@ def handle(args) -> int:
             t.add_column(col, overflow="fold")
         for v, s in summ.items():
             t.add_row(v, str(s["inputs"]), fmt(s["worst_observed"], 8), fmt(s["bound_there"], 8),
-                      f"{s['ratio']:.6f}", str(s["at_n"]), s["family"],
-                      ", ".join(f"{f}: {r:.4f}" for f, r in s["max_ratio_by_family"].items()),
+                      "-" if s["ratio"] is None else f"{s['ratio']:.6f}", str(s["at_n"]), s["family"],
+                      ", ".join(f"{f}: {'-' if r is None else f'{r:.4f}'}" for f, r in s["max_ratio_by_family"].items()),
                       str(s["violations"]))
         con.print(t)
         con.print(numeric_verdict(None, conf.words,
