@@ -519,3 +519,20 @@ def test_node_check_ratio_of_an_underflowed_bound_is_none():
     s = conf.summary()["v"]
     assert s["ratio"] == 0.0 and s["max_ratio_by_family"] == {"f": 0.0}
     assert Confirmation(checks=[mk(2.2e-16, 0.0)]).summary()["v"]["ratio"] is None
+
+
+def test_stdout_closed_early_in_a_rich_table_exits_141_not_1():
+    """Found by a new-user trial: ``softhard run … | head -1`` (rich's table output, not --json)
+    exited 1 — for run "the soft verdict differs", for certify "refuted": rich's own broken-pipe
+    handler exits 1.  The console hands it to main, which exits 141 silently, as the README says."""
+    import os
+    import subprocess
+    import sys
+    code = ("import sys; from softhard.solver.cli import main; "
+            "sys.exit(main(['run', 'Y a', 'ab' * 3000, '--alphabet', 'ab', '--tau', '1/100']))")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env={**os.environ, "COLUMNS": "120"})
+    p.stdout.readline()
+    p.stdout.close()  # the table (6000 rows) is far beyond a pipe's buffer
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141 and "Traceback" not in err and err == "", err

@@ -15,18 +15,28 @@ from rich.console import Console
 PIPE_WIDTH = 160
 
 
+class _Console(Console):
+    """rich's Console, except that stdout closed early (``softhard ... | head``) raises
+    BrokenPipeError to :func:`softhard.solver.cli.main`, which exits 141 silently as the README says
+    (rich's own handler exits 1 — for certify and run, "refuted"/"differs": a script would be misled)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def stdout_console() -> Console:
     """The rich console the commands print to: a terminal's own width; piped or redirected,
     ``PIPE_WIDTH`` columns unless ``COLUMNS`` is set, so tables in logs do not wrap at 80."""
     width = None
     if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
         width = PIPE_WIDTH
-    return Console(highlight=False, soft_wrap=False, width=width)
+    return _Console(highlight=False, soft_wrap=False, width=width)
 
 
 def stderr_console() -> Console:
     """The console of progress displays (stdout stays clean for ``--json`` and pipes)."""
-    return Console(stderr=True, highlight=False)
+    return _Console(stderr=True, highlight=False)
 
 
 #: a command shows progress once it has run this long, seconds (issue 15: "over about 2 s")
