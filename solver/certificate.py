@@ -95,14 +95,22 @@ def numeric_section(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, 
     lengths = {f: [min(x.n for x in conf.checks if x.family == f), max(x.n for x in conf.checks if x.family == f)]
                for f in dict.fromkeys(x.family for x in conf.checks)}
     return {"inv_tau_float": it, "families": conf.words, "lengths": lengths,
-            "worst_means": "per node, the check with the largest observed/bound ratio (largest_leak: the largest leak)",
+            "worst_means": NUMERIC_TEXTS["worst_means"],
             "mismatched_outputs": sum(len(v) for v in conf.mismatches.values()),
             "mismatched_outputs_unguarded": sum(len(v) for v in conf.unguarded_mismatches.values()),
-            "mismatches_count": "positions (word, position) whose clean output differs from the hard model; "
-                                "'unguarded': at a length where some node's bound exceeds eta (not claimed exact)",
+            "mismatches_count": NUMERIC_TEXTS["mismatches_count"],
             "premise_failures": conf.premise_failures,
             "max_output_deviation": conf.max_output_deviation, "ok": conf.ok, "nodes": per_node,
-            "note": "a numeric run confirms or refutes, never proves (THEORY §7)"}
+            "note": NUMERIC_TEXTS["note"]}
+
+
+#: the fixed descriptions in a certificate's numeric section (verify compares them)
+NUMERIC_TEXTS = {
+    "worst_means": "per node, the check with the largest observed/bound ratio (largest_leak: the largest leak)",
+    "mismatches_count": "positions (word, position) whose clean output differs from the hard model; "
+                        "'unguarded': at a length where some node's bound exceeds eta (not claimed exact)",
+    "note": "a numeric run confirms or refutes, never proves (THEORY §7)",
+}
 
 
 def float64_margin(c: Construction, b, n_bind: int | None, lo: int) -> float:
@@ -567,9 +575,17 @@ def _check_numeric(num: dict | None, c: Construction, rep: VerifyReport) -> None
                                                       f"exceed eta")
         elif viol and s["violations"] == 0:
             rep.add(f"numeric.nodes.{v}.violations", "worst observed exceeds the bound but no violation is recorded")
-    anyviol = any(s["violations"] for s in (num.get("nodes") or {}).values())
+    nodes = (num.get("nodes") or {}).values()
+    anyviol = any(s["violations"] for s in nodes)
     if num["ok"] and (anyviol or num["mismatched_outputs"]):
         rep.add("numeric.ok", "says ok but violations or output mismatches are recorded")
+    elif not num["ok"] and not (anyviol or num["mismatched_outputs"]):
+        rep.add("numeric.ok", "says failed but no violation or output mismatch is recorded")
+    if num["premise_failures"] != sum(s["premise_failures"] for s in nodes):
+        rep.add("numeric.premise_failures", "is not the sum of the nodes' premise_failures")
+    for k, text in NUMERIC_TEXTS.items():
+        if num.get(k) != text:
+            rep.add(f"numeric.{k}", "is not the fixed description")
 
 
 #: the formula kind in the registry (:mod:`softhard.solver.kinds`)

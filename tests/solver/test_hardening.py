@@ -3,6 +3,7 @@ command line."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import re
@@ -13,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from softhard.bounds.confirm import Confirmation, NodeCheck
+from softhard.bounds.params import Params
 from softhard.constructions.parameters import fraction_text
+from softhard.constructions.parse import load_spec
+from softhard.solver.certificate import certify
+from softhard.solver.certjson import compute_hashes
+from softhard.solver.kinds import verify_certificate
+from softhard.solver.pipeline import build_formula
 from softhard.solver.cli import main
 from softhard.solver.cli.handlers import console
 
@@ -536,3 +543,20 @@ def test_stdout_closed_early_in_a_rich_table_exits_141_not_1():
     p.stdout.close()  # the table (6000 rows) is far beyond a pipe's buffer
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == 141 and "Traceback" not in err and err == "", err
+
+
+def test_rehashed_edits_of_the_numeric_summary_are_rejected():
+    """Found by a new-user trial: with the hashes recomputed, verify accepted ``numeric.ok = false``
+    (no violation, no mismatch recorded), a changed ``premise_failures`` and a description replaced
+    by a number.  They are consistency-checked now: ok equals "no violation and no mismatch",
+    premise_failures is the sum over the nodes, the descriptions are the fixed texts."""
+    c = build_formula(load_spec("Y a", alphabet="ab"), Params(regime="T", eta="1/4"))
+    cert = certify(c, n_max=50, tau=Fraction(1, 200))
+    assert verify_certificate(cert).ok
+    for path, value in ((("numeric", "ok"), False), (("numeric", "premise_failures"), 4),
+                        (("numeric", "mismatches_count"), 3), (("numeric", "note"), "proves")):
+        bad = copy.deepcopy(cert)
+        bad[path[0]][path[1]] = value
+        bad["hashes"] = compute_hashes({k: v for k, v in bad.items() if k != "hashes"})
+        rep = verify_certificate(bad)
+        assert not rep.ok and any(path[1] in str(p) for p in rep.problems), (path, rep.problems)
