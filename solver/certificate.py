@@ -512,7 +512,7 @@ def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
     (bound at each worst check's length, ratio, violations, premises, ok), and each empirical
     minimum against its certified value (ratio; the certified value at the empirical length meets
     the bound there in ball arithmetic; certified ≥ empirical)."""
-    _check_numeric(cert.get("numeric"), c, rep)
+    _check_numeric(cert.get("numeric"), c, rep, texts=NUMERIC_TEXTS if cert.get("kind") == "formula" else {})
     srch = cert.get("search")
     if srch is None:
         return
@@ -543,7 +543,7 @@ def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
                                                        f"n = {e['n']} (bound = {val})")
 
 
-def _check_numeric(num: dict | None, c: Construction, rep: VerifyReport) -> None:
+def _check_numeric(num: dict | None, c: Construction, rep: VerifyReport, *, texts: dict[str, str]) -> None:
     if not num:
         return
     inv_tau = Fraction(num["inv_tau_float"])
@@ -581,9 +581,9 @@ def _check_numeric(num: dict | None, c: Construction, rep: VerifyReport) -> None
         rep.add("numeric.ok", "says ok but violations or output mismatches are recorded")
     elif not num["ok"] and not (anyviol or num["mismatched_outputs"]):
         rep.add("numeric.ok", "says failed but no violation or output mismatch is recorded")
-    if num["premise_failures"] != sum(s["premise_failures"] for s in nodes):
+    if "premise_failures" in num and num["premise_failures"] != sum(s.get("premise_failures", 0) for s in nodes):
         rep.add("numeric.premise_failures", "is not the sum of the nodes' premise_failures")
-    for k, text in NUMERIC_TEXTS.items():
+    for k, text in texts.items():  # (a model certificate's numeric section has texts of its own)
         if num.get(k) != text:
             rep.add(f"numeric.{k}", "is not the fixed description")
 

@@ -22,8 +22,11 @@ def print_formula_certificate(cert: dict, path=None) -> None:
     rng = cert["range"]
     rtxt = f"n >= {rng['n_min']} (all n)" if rng["all_n"] else f"{rng['n_min']} <= n <= {rng['n_max']}"
     con.print(f"[bold]{cons['title']}[/bold]")
-    con.print(f"regime {cons['regime']} ({cons['positional']}), {params_text(cons['params'])}, "
-              f"tau = {cons['tau']} (1/tau = {cons['inv_tau_decimal']}, {cons['tau_choice']}), {rtxt}")
+    sched = cons.get("schedule") or {}
+    temp = (f"schedule {sched['kind']}: 1/tau(n) = {sched['inv_tau_of_n']} (S = {sched['S']}, {cons['tau_choice']})"
+            if sched.get("kind") in ("lin", "log") else
+            f"tau = {cons['tau']} (1/tau = {cons['inv_tau_decimal']}, {cons['tau_choice']})")
+    con.print(f"regime {cons['regime']} ({cons['positional']}), {params_text(cons['params'])}, {temp}, {rtxt}")
     t = Table(show_header=True, header_style="bold", caption="bound: the node's error bound at n_max and the chosen "
               "tau (its formula: 'softhard bound', or nodes[].bound in the certificate); time: solver seconds per "
               "claim; arb: the independent interval re-check ('ok n<=2^40': it covers every n up to 2^40, "
@@ -85,7 +88,8 @@ def print_formula_certificate(cert: dict, path=None) -> None:
                           f"ratio {e['ratio_certified_to_empirical']:.8f})")
     num = cert["numeric"]
     if num:
-        con.print(numeric_verdict(num["inv_tau_float"], num["families"], num["mismatched_outputs"],
+        con.print(numeric_verdict("each length's 1/tau(n)" if sched.get("kind") in ("lin", "log") else num["inv_tau_float"],
+                                  num["families"], num["mismatched_outputs"],
                                   num.get("mismatched_outputs_unguarded", 0), num.get("premise_failures", 0),
                                   num["ok"]))
     print_float64_premise(con, cert)
