@@ -198,3 +198,15 @@ def test_verify_batch_table_shows_any_status_value(tmp_path, capsys):
     assert main(["verify", str(tmp_path)]) == 2
     out = capsys.readouterr().out
     assert "INVALID" in out and "Traceback" not in out
+
+
+def test_progress_counts_jobs_refused_for_an_existing_file(tmp_path, capsys):
+    """Found by a new-user trial: re-running a batch without --force/--resume printed "[3/2] Y a :
+    error" — the refused jobs were counted twice.  Each job is counted once, 1..N."""
+    out = str(tmp_path / "d") + "/"
+    assert main(["certify", "Y a", "P a", "--alphabet", "ab", "--n-max", "100", "--no-numeric", "-o", out]) == 0
+    capsys.readouterr()
+    assert main(["certify", "Y a", "P a", "H a", "--alphabet", "ab", "--n-max", "100", "--no-numeric", "-o", out]) == 2
+    err = capsys.readouterr().err
+    counters = [line.split("]")[0] + "]" for line in err.splitlines() if line.startswith("[")]
+    assert counters == ["[1/3]", "[2/3]", "[3/3]"], err

@@ -274,12 +274,15 @@ def run_certify_batch(args: argparse.Namespace, jobs: list[Job],
                 continue
         tasks.append((j, partial(certify_task, certify_one, j.args, resume, args.timeout, debug)))
 
+    reported = [0]  # jobs reported so far (rows also holds the refused ones before they are reported)
+
     def finished(j: Job, r: dict) -> dict:
         path = out / j.name if out else None
         if path is not None and r["cert"] is not None and not r["resumed"]:
             write_certificate(r["cert"], path, force=bool(args.force or args.resume))
         row = _certify_row(j, r, path)
-        _report(args, row, f"[{len(rows) + 1}/{len(jobs)}] {j.label} {_params_text(j.grid)}: {row['status']} "
+        reported[0] += 1
+        _report(args, row, f"[{reported[0]}/{len(jobs)}] {j.label} {_params_text(j.grid)}: {row['status']} "
                            f"({r['seconds']:.2f} s)")
         return row
 
