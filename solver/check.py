@@ -22,6 +22,7 @@ n is treated as a real in each box (a stronger claim); counterexamples are integ
 from __future__ import annotations
 
 import atexit
+import contextlib
 import contextvars
 import json
 import math
@@ -175,16 +176,14 @@ _started: list = []  # (owner pid, Popen) of every child started here: stopped a
 
 
 def _stop(proc) -> None:
+    """Kill a solver child, best effort: its pipes may already be broken and a killed child is
+    reaped within 1 s or left to the OS (the next query starts a new one)."""
     for f in (proc.stdin, proc.stdout):
-        try:
+        with contextlib.suppress(OSError):
             f.close()
-        except OSError:
-            pass
     proc.kill()
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(1)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _stop_server() -> None:
