@@ -12,7 +12,6 @@ A numeric run never proves anything: it confirms or refutes a bound (THEORY §7,
 from __future__ import annotations
 
 import itertools
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
@@ -269,6 +268,8 @@ def observe(model: Transformer, words: Sequence[Sequence[str]], inv_tau: float |
     jobs = ((chunk, n, float(inv_tau(n) if callable(inv_tau) else inv_tau))
             for n, chunk in length_batches(words, batch, max_positions))
     if workers > 1:  # threads need the jobs up front: memory O(all words) (workers = 1 streams)
+        from concurrent.futures import ThreadPoolExecutor  # stdlib, ~13 ms (logging): loaded only for workers > 1
+
         jobs = list(jobs)
         with ThreadPoolExecutor(max_workers=workers) as ex:
             results = list(ex.map(lambda j: _observe_batch(model, j[0], j[1], j[2], path, out_ix), jobs))

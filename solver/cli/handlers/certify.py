@@ -26,10 +26,10 @@ from ....constructions.parse import load_spec, parse_spec
 from ...certificate import certify
 from ...certjson import check_output_path, write_certificate
 from ..options import EXIT_FAIL
-from .batch import certify_jobs, is_batch, run_certify_batch
 from .certificates import print_formula_certificate, print_model_certificate, print_tracr_certificate
 from .console import certified_exit, progress
 from .formula import eps_ln_option, formula_construction, schedule_option
+from .jobs import BATCH, certify_jobs, is_batch
 
 #: certified when ``softhard certify`` is given no source (Tomita 4: binary words without 000)
 DEFAULT_EXAMPLE = """\
@@ -128,11 +128,12 @@ def certify_one(args) -> dict:
 
 
 def handle(args) -> int:
-    """Certify every input and grid point (:mod:`.batch`); one job (no ``--resume``, Dask or
+    """Certify every input and grid point (:mod:`.batch`, imported only for a batch:
+    :data:`.jobs.BATCH`); one job (no ``--resume``, Dask or
     output directory) is exactly :func:`handle_one`."""
     jobs = certify_jobs(args, source_kind)
     if is_batch(args, len(jobs)):
-        return run_certify_batch(args, jobs, certify_one)
+        return import_module(BATCH).run_certify_batch(args, jobs, certify_one)
     return handle_one(jobs[0].args)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from ....constructions.errors import ParameterError
 from ...certjson import load_certificate
 from ...plots import draw, plot_data
-from .batch import expand_inputs
+from .jobs import expand_inputs
 
 
 def handle(args) -> int:

@@ -6,20 +6,21 @@ from __future__ import annotations
 
 import json
 import sys
+from importlib import import_module
 
 from ...certjson import load_certificate
 from ...kinds import verify_certificate
 from ..options import one_line
-from .batch import expand_inputs, is_batch, run_verify_batch
 from .console import progress
+from .jobs import BATCH, expand_inputs, is_batch
 
 
 def handle(args) -> int:
     """Verify every certificate given (files, directories, globs): one file exactly as
-    :func:`handle_one`, several as a batch with a summary (:mod:`.batch`)."""
+    :func:`handle_one`, several as a batch with a summary (:mod:`.batch`, imported only then: :data:`.jobs.BATCH`)."""
     files = expand_inputs(args.file, "certificate")
     if is_batch(args, len(files)) or len(args.file) > 1 or files != args.file:
-        return run_verify_batch(args, files)
+        return import_module(BATCH).run_verify_batch(args, files)
     args.file = files[0]
     return handle_one(args)
 
