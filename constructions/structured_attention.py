@@ -181,7 +181,7 @@ def affine_scan(alpha: np.ndarray, betas: list[np.ndarray]) -> list[np.ndarray]:
     b = 64 if m >= 4096 else max(8, int(np.sqrt(m)))
     nb = -(-m // b)
     A = _to_blocks(alpha, b, nb, 0.0)
-    Ys = [_to_blocks(beta, b, nb, 0.0) for beta in betas]
+    Ys = [A.copy() if beta is alpha else _to_blocks(beta, b, nb, 0.0) for beta in betas]  # (E's beta is alpha)
     tmp = np.empty(nb)
     for p in range(1, b):
         Ap = A[p]
@@ -249,12 +249,19 @@ def _tied_eval(st: _Struct, V, mask, inv_tau, soft):
     code = st.code
     cands = []
     for u, off in st.groups:
-        mem = np.ones((B, N - 1), dtype=bool) if code is None else (code == u)
-        P = np.zeros((B, N)); P[:, 1:] = np.cumsum(mem, axis=1)
+        # prefix counts and value sums, accumulated in place (float64 holds the counts exactly);
+        # one group (no code): every real position a member, the count at t is t
+        mem = None if code is None else (code == u)
+        P = np.zeros((B, N))
+        if mem is None:
+            P[:, 1:] = np.arange(1, N, dtype=np.float64)
+        else:
+            np.cumsum(mem, axis=1, out=P[:, 1:])
         cnt = _visible(P, mask)
         sums = []
         for l in range(dv):
-            Pl = np.zeros((B, N)); Pl[:, 1:] = np.cumsum(np.where(mem, V[l][:, 1:], 0.0), axis=1)
+            Pl = np.zeros((B, N))
+            np.cumsum(V[l][:, 1:] if mem is None else np.where(mem, V[l][:, 1:], 0.0), axis=1, out=Pl[:, 1:])
             sums.append(_visible(Pl, mask))
         score = np.where(cnt > 0, np.broadcast_to(np.asarray(off, dtype=np.float64), (B, N)), -np.inf)
         cands.append((score, cnt, sums))
@@ -299,21 +306,37 @@ def _structured_eval_order(st: _Struct, V, mask, rule, inv_tau, soft, rev):
     code_acc = None if st.code is None else (st.code[:, ::-1] if rev else st.code)
     cands = []  # per group: score (B,N), [value (B,N)]*dv, members idx, li (B,N), member values, dif, brk
     for u, off in st.groups:
-        mem = np.ones((B, M), dtype=bool) if code_acc is None else (code_acc == u)
-        cnt = np.cumsum(mem, axis=1, dtype=np.int64)
-        idx = np.flatnonzero(mem)
-        m = len(idx)
+        # one group (no group code): every real position is a member, the members are
+        # the flat positions themselves — the counts, gathers and row breaks below take their
+        # closed forms (the same integers and the same float64 values, without the copies)
+        full = code_acc is None
+        if full:
+            m = B * M
+            idx = np.arange(m)
+            cnt = np.arange(1, M + 1, dtype=np.int64)[None, :] + np.zeros((B, 1), dtype=np.int64)
+        else:
+            mem = code_acc == u
+            cnt = np.cumsum(mem, axis=1, dtype=np.int64)
+            idx = np.flatnonzero(mem)
+            m = len(idx)
         if m == 0:
             continue
-        am = a_acc[idx] if a_acc is not None else np.zeros(m)
+        if a_acc is None:
+            am = np.zeros(m)
+        else:
+            am = a_acc if full else a_acc[idx]
         brk = None
         dif = None
         if m > 1:
             dif = am[1:] - am[:-1]
             ok = dif > 0
             if B > 1:
-                row = idx // M
-                brk = row[1:] != row[:-1]
+                if full:  # member k+1 starts a new batch row exactly when it is the row's first position
+                    brk = np.zeros(m - 1, dtype=bool)
+                    brk[M - 1::M] = True
+                else:
+                    row = idx // M
+                    brk = row[1:] != row[:-1]
                 ok |= brk
             if not ok.all():
                 return None
@@ -351,7 +374,7 @@ def _structured_eval_order(st: _Struct, V, mask, rule, inv_tau, soft, rev):
         score += off
         if has_invalid:
             np.copyto(score, -np.inf, where=invalid)
-        vm = [V_acc[l][idx] for l in range(dv)]
+        vm = [V_acc[l] if full else V_acc[l][idx] for l in range(dv)]
         vals = [x[li] for x in vm]
         cands.append((score, vals, idx, li, vm, dif, brk))
     bos_score = st.bos
