@@ -27,18 +27,18 @@ from typing import Callable
 import sympy as sp
 
 from ..bounds.cache import subs as cached_subs
-from ..bounds.confirm import PATTERN_TEXT, attention_ancestors, confirm, key_patterns
+from ..bounds.confirm import PATTERN_TEXT, key_patterns
 from ..bounds.core import tau as tau_sym
 from ..bounds.derive import NodeBound, evaluate, in_tau, required_inv_tau
 from ..bounds.params import Params
-from ..constructions.counting import adversarial_layernorm_words
 from ..constructions.errors import CertificateError, ParameterError, SearchFailed
-from ..constructions.simulate import adversarial_words, all_words, leak_rounding_allowance, random_words
+from ..constructions.simulate import leak_rounding_allowance
 from .arbcheck import exceeds
 from .certjson import compute_hashes
 from .check import Claim, ClaimResult, ProofCache
 from .claims import (choice_static, claim_json, claim_specs, construction_static, frac_str, graph_data, node_static,
                      parse_frac, schedule_outcome, versions)
+from .formula_numeric import NUMERIC_TEXTS, check_nodes, check_plan, numeric_section
 from .pipeline import Construction, rebuild
 from .precision import FORMATS, precision_section, separable_up_to
 from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport
@@ -49,69 +49,6 @@ EMPIRICAL_N_CAP = 10_000
 
 COMPOSED = ("all node claims proved  =>  every clean-up round_eta is exact  =>  the soft transformer's "
             "output equals the hard transformer's on every word in the range (THEORY §3)")
-
-# --------------------------------------------------------------------------------------------
-# numeric confirmation (measured)
-
-
-def numeric_families(c: Construction, n_max: int, inv_tau: float | Callable[[int], float], *, exhaustive_len: int = 10,
-                     random_count: int = 1000, random_n_max: int = 500, adversarial_ns=(10, 100, 1000, 10000),
-                     seed: int = 0) -> dict[str, list]:
-    """The input families of the numeric confirmation (issue 2 item 7), capped by ``n_max``."""
-    alph = c.model.alphabet
-    exh = []
-    for k in range(1, min(exhaustive_len, n_max) + 1):
-        if len(alph) ** k > 50_000:
-            break
-        exh.extend(all_words(alph, k))
-    rnd = []
-    if random_count:
-        # lengths from a log-spaced grid (≤ 32 distinct values: one batch per length)
-        top = min(random_n_max, n_max)
-        grid = sorted({max(1, int(round(top ** (k / 31)))) for k in range(32)})
-        per = max(1, random_count // len(grid))
-        for k, L in enumerate(grid):
-            rnd.extend(random_words(alph, per, L, seed=seed + k, n_min=L))
-    adv: list = []
-    for k in sorted({min(k, n_max) for k in adversarial_ns}):
-        adv.extend(dict.fromkeys(adversarial_words(c.model, k, inv_tau(k) if callable(inv_tau) else inv_tau).values()))
-        adv.extend(dict.fromkeys(adversarial_layernorm_words(c.model, k).values()))  # LN comparators
-    fams = {"exhaustive": exh, "random": rnd, "adversarial": list(dict.fromkeys(adv))}
-    return {k: v for k, v in fams.items() if v}
-
-
-def numeric_section(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, progress=None) -> dict:
-    it = float(inv_tau)
-    # under a schedule (THEORY §9) every run uses 1/τ(n) = S·g(n) at its own length n
-    run_it = it if c.params.schedule is None else (lambda k: c.params.inv_tau_at(k, inv_tau))
-    opts = dict(opts)
-    key_ns = opts.pop("key_pattern_ns", None)
-    fams = numeric_families(c, n_max, run_it, **opts)
-    if key_ns is None:  # the binding length, capped for run time, and two smaller ones
-        top = min(n_max, 10**5)
-        key_ns = sorted({k for k in (2, max(2, top // 100), top) if k <= n_max})
-    conf = confirm(c.model, c.bounds, fams, run_it, beta=c.beta, eta=c.eta, progress=progress, key_pattern_ns=key_ns)
-    per_node = conf.summary(word_chars=64)
-    lengths = {f: [min(x.n for x in conf.checks if x.family == f), max(x.n for x in conf.checks if x.family == f)]
-               for f in dict.fromkeys(x.family for x in conf.checks)}
-    return {"inv_tau_float": it, "families": conf.words, "lengths": lengths,
-            "worst_means": NUMERIC_TEXTS["worst_means"],
-            "mismatched_outputs": sum(len(v) for v in conf.mismatches.values()),
-            "mismatched_outputs_unguarded": sum(len(v) for v in conf.unguarded_mismatches.values()),
-            "mismatches_count": NUMERIC_TEXTS["mismatches_count"],
-            "premise_failures": conf.premise_failures,
-            "max_output_deviation": conf.max_output_deviation, "ok": conf.ok, "nodes": per_node,
-            "note": NUMERIC_TEXTS["note"]}
-
-
-#: the fixed descriptions in a certificate's numeric section (verify compares them)
-NUMERIC_TEXTS = {
-    "worst_means": "per node, the check with the largest observed/bound ratio (largest_leak: the largest leak)",
-    "mismatches_count": "positions (word, position) whose clean output differs from the hard model; "
-                        "'unguarded': at a length where some node's bound exceeds eta (not claimed exact)",
-    "note": "a numeric run confirms or refutes, never proves (THEORY §7)",
-}
-
 
 def float64_margin(c: Construction, b, n_bind: int | None, lo: int) -> float:
     """Relative margin on 1/τ for the search: 10× the float64 rounding allowance of the leak at the
@@ -512,7 +449,15 @@ def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
     (bound at each worst check's length, ratio, violations, premises, ok), and each empirical
     minimum against its certified value (ratio; the certified value at the empirical length meets
     the bound there in ball arithmetic; certified ≥ empirical)."""
-    _check_numeric(cert.get("numeric"), c, rep, texts=NUMERIC_TEXTS if cert.get("kind") == "formula" else {})
+    num = cert.get("numeric")
+    if num:
+        check_nodes(num, c, rep)
+        if cert.get("kind") == "formula":
+            for k, text in NUMERIC_TEXTS.items():  # (a model certificate's numeric section has texts of its own)
+                if num.get(k) != text:
+                    rep.add(f"numeric.{k}", "is not the fixed description")
+            check_plan(num, c, cert["range"]["n_max"],
+                       parse_frac(cert["construction"]["inv_tau"], "construction.inv_tau"), rep)
     srch = cert.get("search")
     if srch is None:
         return
@@ -541,51 +486,6 @@ def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
         if over:
             rep.add(f"{where}.inv_tau_certified_at_n", f"{e['inv_tau_certified_at_n']} does not meet the bound at "
                                                        f"n = {e['n']} (bound = {val})")
-
-
-def _check_numeric(num: dict | None, c: Construction, rep: VerifyReport, *, texts: dict[str, str]) -> None:
-    if not num:
-        return
-    inv_tau = Fraction(num["inv_tau_float"])
-    for v, s in (num.get("nodes") or {}).items():
-        if v not in c.bounds:
-            rep.add(f"numeric.nodes.{v}", "unknown node")
-            continue
-        it_n = inv_tau if c.params.schedule is None else Fraction(c.params.inv_tau_at(s["at_n"], inv_tau))
-        bd = float(c.bounds[v].value(s["at_n"], it_n, c.beta, c.tolerance))
-        if abs(bd - s["bound_there"]) > 1e-12 * max(abs(bd), 1e-300):
-            rep.add(f"numeric.nodes.{v}.bound_there", f"stored {s['bound_there']!r} but the bound at n = {s['at_n']} "
-                                                      f"is {bd!r}")
-        if s["bound_there"] > 0:
-            exp_ratio = s["worst_observed"] / s["bound_there"]
-        else:
-            exp_ratio = 0.0 if s["worst_observed"] == 0 else None
-        if (exp_ratio is None) != (s["ratio"] is None) or (
-                exp_ratio is not None and abs(exp_ratio - s["ratio"]) > 1e-9 * max(1.0, abs(exp_ratio))):
-            rep.add(f"numeric.nodes.{v}.ratio", f"stored {s['ratio']!r} but worst_observed/bound_there = {exp_ratio!r}")
-        allow = s["allowance_rel"]  # None: infinite (no float64 rounding guarantee, refutes nothing)
-        viol = allow is not None and s["worst_observed"] > s["bound_there"] * (1 + allow)
-        anc = s.get("premise")
-        if anc is not None:  # the stored worst check says an ancestor was not clean there
-            a_num = (num.get("nodes") or {}).get(anc) or {}
-            if anc not in attention_ancestors(c.model, c.bounds).get(v, []):
-                rep.add(f"numeric.nodes.{v}.premise", f"names {anc!r}, which is not an attention node below {v!r}")
-            elif not a_num.get("largest_leak", 0.0) > float(c.tolerance):
-                rep.add(f"numeric.nodes.{v}.premise", f"names {anc!r}, whose largest observed error does not "
-                                                      f"exceed eta")
-        elif viol and s["violations"] == 0:
-            rep.add(f"numeric.nodes.{v}.violations", "worst observed exceeds the bound but no violation is recorded")
-    nodes = (num.get("nodes") or {}).values()
-    anyviol = any(s["violations"] for s in nodes)
-    if num["ok"] and (anyviol or num["mismatched_outputs"]):
-        rep.add("numeric.ok", "says ok but violations or output mismatches are recorded")
-    elif not num["ok"] and not (anyviol or num["mismatched_outputs"]):
-        rep.add("numeric.ok", "says failed but no violation or output mismatch is recorded")
-    if "premise_failures" in num and num["premise_failures"] != sum(s.get("premise_failures", 0) for s in nodes):
-        rep.add("numeric.premise_failures", "is not the sum of the nodes' premise_failures")
-    for k, text in texts.items():  # (a model certificate's numeric section has texts of its own)
-        if num.get(k) != text:
-            rep.add(f"numeric.{k}", "is not the fixed description")
 
 
 #: the formula kind in the registry (:mod:`softhard.solver.kinds`)
