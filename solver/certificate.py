@@ -42,10 +42,12 @@ from .formula_numeric import NUMERIC_TEXTS, check_nodes, check_plan, numeric_sec
 from .pipeline import Construction, rebuild
 from .precision import FORMATS, precision_section, separable_up_to
 from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport
-from .search import empirical_inv_tau, find_inv_tau, find_schedule_constant, schedule_requirement
+from .search import SEARCH_TRIES, empirical_inv_tau, find_inv_tau, find_schedule_constant, schedule_requirement
 
 #: largest length at which ``--find-tau`` measures the empirical minimum 1/τ (run time)
 EMPIRICAL_N_CAP = 10_000
+#: most soft runs of one empirical minimum (:func:`softhard.solver.search.empirical_inv_tau`'s ``max_runs``)
+EMPIRICAL_MAX_RUNS = 60
 
 COMPOSED = ("all node claims proved  =>  every clean-up round_eta is exact  =>  the soft transformer's "
             "output equals the hard transformer's on every word in the range (THEORY §3)")
@@ -197,7 +199,8 @@ def _empirical(c: Construction, tg: Target, key: str, n_max: int, all_n: bool, t
                                     value_label=c.graph.nodes[tg.nb.node].get("value"), value_spacing=b.value_spacing,
                                     direction=c.graph.nodes[tg.nb.node].get("direction", "past"),
                                     start=float(required_inv_tau(b.leak, n_value=n_emp, eta_value=c.eta,
-                                                                 beta_value=c.beta)) or 1.0)
+                                                                 beta_value=c.beta)) or 1.0,
+                                    max_runs=EMPIRICAL_MAX_RUNS)
     cert_emp = certified
     if n_emp != n_max and not all_n:
         r2 = find_inv_tau(lambda x, mk=tg.make, k=n_emp: Claim(mk(x).expr, mk(x).eta, tg.lo, k, label=tg.nb.node),
@@ -206,8 +209,13 @@ def _empirical(c: Construction, tg: Target, key: str, n_max: int, all_n: bool, t
     return {"n": n_emp, "inv_tau_empirical": x_emp, "runs": runs,
             "inv_tau_certified_at_n": frac_str(cert_emp) if cert_emp is not None else None,
             "ratio_certified_to_empirical": (float(cert_emp) / x_emp) if cert_emp is not None else None,
-            "method": ("Illinois iteration on the head's own attaining key patterns (" +
-                       ", ".join(PATTERN_TEXT[p] for p in key_patterns(b)) + f"), on its {b.quantity}")}
+            "method": _empirical_method(b)}
+
+
+def _empirical_method(b) -> str:
+    """The fixed description of an empirical minimum's run for bound ``b`` (verify compares it)."""
+    return ("Illinois iteration on the head's own attaining key patterns (" +
+            ", ".join(PATTERN_TEXT[p] for p in key_patterns(b)) + f"), on its {b.quantity}")
 
 
 def found_params(c: Construction, found: list[dict], n_lo: int, n_max: int, all_n: bool,
@@ -445,10 +453,13 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, Construction]:
 
 
 def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
-    """Consistency of the measured fields: the numeric summary against the re-derived bounds
-    (bound at each worst check's length, ratio, violations, premises, ok), and each empirical
-    minimum against its certified value (ratio; the certified value at the empirical length meets
-    the bound there in ball arithmetic; certified ≥ empirical)."""
+    """Consistency of the measured fields (docs/certificates.md, "Measured fields"): the numeric
+    section (:func:`~softhard.solver.formula_numeric.check_nodes`; for a formula also
+    :func:`~softhard.solver.formula_numeric.check_plan` and the fixed texts), each search row's
+    ``rounds`` (1..:data:`SEARCH_TRIES` for a found value), and each empirical minimum: its length
+    (the binding one capped at :data:`EMPIRICAL_N_CAP`), its run count, its fixed description, and
+    against its certified value (ratio; the certified value at the empirical length meets the bound
+    there in ball arithmetic; certified ≥ empirical)."""
     num = cert.get("numeric")
     if num:
         check_nodes(num, c, rep)
@@ -467,7 +478,21 @@ def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
     for i, r in enumerate(srch["per_bound"]):
         e, tg = r.get("empirical"), tgs.get(r["node"])
         where = f"search.per_bound[{i}].empirical"
-        if e is None or tg is None or e.get("inv_tau_certified_at_n") is None:
+        rounds = r["rounds"]
+        if r.get("inv_tau_certified") is not None and not (isinstance(rounds, int) and 1 <= rounds <= SEARCH_TRIES):
+            rep.add(f"search.per_bound[{i}].rounds", f"{rounds!r}: a found value takes 1 to {SEARCH_TRIES} rounds")
+        if e is None or tg is None:
+            continue
+        n_emp = EMPIRICAL_N_CAP if rng["all_n"] else min(rng["n_max"], EMPIRICAL_N_CAP)
+        if e["n"] != n_emp:
+            rep.add(f"{where}.n", f"{e['n']!r}: the empirical run is at n = {n_emp}")
+        if not (isinstance(e["runs"], int) and 1 <= e["runs"] <= EMPIRICAL_MAX_RUNS):
+            rep.add(f"{where}.runs", f"{e['runs']!r}: the iteration takes 1 to {EMPIRICAL_MAX_RUNS} runs")
+        if e["method"] != _empirical_method(tg.nb.bound):
+            rep.add(f"{where}.method", "is not the fixed description for this bound's key patterns")
+        if (e["inv_tau_certified_at_n"] is None) != (e["ratio_certified_to_empirical"] is None):
+            rep.add(f"{where}.ratio_certified_to_empirical", "must be null exactly when inv_tau_certified_at_n is")
+        if e["inv_tau_certified_at_n"] is None:
             continue
         ce = parse_frac(e["inv_tau_certified_at_n"], f"{where}.inv_tau_certified_at_n")
         if not rng["all_n"] and e.get("n") == rng["n_max"] and r.get("inv_tau_certified") != e["inv_tau_certified_at_n"]:
