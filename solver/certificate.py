@@ -32,6 +32,7 @@ from ..bounds.core import tau as tau_sym
 from ..bounds.derive import NodeBound, evaluate, in_tau, required_inv_tau
 from ..bounds.params import Params
 from ..constructions.errors import CertificateError, ParameterError, SearchFailed
+from ..constructions.parameters import DEFAULT_MAX_POSITIONS
 from ..constructions.simulate import leak_rounding_allowance
 from .arbcheck import exceeds
 from .certjson import compute_hashes
@@ -355,7 +356,8 @@ def check_range(n_lo: int, n_max: int, tau: Fraction | None, find_tau: bool) -> 
 
 def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None = None, find_tau: bool = False,
             all_n: bool | None = None, timeout_s: float = 20.0, numeric: bool = True, numeric_opts: dict | None = None,
-            progress: Callable[[str], None] | None = None, tune: tuple[str, ...] = ()) -> dict:
+            progress: Callable[[str], None] | None = None, tune: tuple[str, ...] = (),
+            max_positions: int | None = DEFAULT_MAX_POSITIONS) -> dict:
     """Build a certificate for ``c`` on ``n ∈ [n_lo, n_max]`` (or all ``n ≥ n_lo`` in regime U).
 
     Exactly one of ``tau`` (an exact positive Fraction) and ``find_tau`` must be given.
@@ -364,8 +366,11 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
     ``all_n`` defaults to True when every bound is uniform in n (regime U/P selections, the ``pe``
     comparator, ``ln`` comparators with ε_LN = 0 in any regime; :attr:`Construction.uniform_in_n`)
     and False otherwise.
-    Returns the certificate as a dict (schema 2); raises :class:`ParameterError` on bad input and
-    :class:`SearchFailed` when ``find_tau`` finds no certifiable temperature.
+    ``max_positions``: the numeric confirmation's work budget (word positions, the dense attention
+    path's work at a too-warm temperature included; None: no limit), checked before it runs.
+    Returns the certificate as a dict (schema 2); raises :class:`ParameterError` on bad input or a
+    numeric confirmation over the budget, and :class:`SearchFailed` when ``find_tau`` finds no
+    certifiable temperature.
     """
     t_start = time.perf_counter()
     check_range(n_lo, n_max, tau, find_tau)
@@ -387,7 +392,8 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
     num = None
     if numeric:
         say("numeric confirmation")
-        num = numeric_section(c, n_max, inv_tau, numeric_opts or {}, progress=lambda f: say(f"numeric: {f}"))
+        num = numeric_section(c, n_max, inv_tau, numeric_opts or {}, progress=lambda f: say(f"numeric: {f}"),
+                              max_positions=max_positions)
     t_num = time.perf_counter()
     cert = assemble(c, inv_tau=inv_tau, n_lo=n_lo, n_max=n_max, all_n=all_n, timeout_s=timeout_s, proofs=proofs,
                     found=found, tune=tune, numeric=num, say=say)

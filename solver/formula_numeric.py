@@ -21,6 +21,8 @@ from typing import Callable
 
 from ..bounds.confirm import attention_ancestors, confirm, key_patterns
 from ..constructions.counting import adversarial_layernorm_words, layernorms
+from ..constructions.errors import ParameterError
+from ..constructions.parameters import DEFAULT_MAX_POSITIONS
 from ..constructions.simulate import adversarial_words, all_words, random_words
 from .pipeline import Construction
 from .replay import VerifyReport
@@ -102,15 +104,22 @@ def numeric_families(c: Construction, n_max: int, inv_tau: float | Callable[[int
     return {k: v for k, v in fams.items() if v}
 
 
-def numeric_section(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, progress=None) -> dict:
+def numeric_section(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, progress=None,
+                    max_positions: int | None = DEFAULT_MAX_POSITIONS) -> dict:
     """Run the numeric confirmation of ``c`` at ``inv_tau`` (under a schedule, ``S``: each run at
     ``S·g(n)``) on the plan ``resolve_plan(n_max, opts)`` and return the certificate's
-    ``numeric`` section (measured; the plan is stored in it).  Raises ``TypeError`` for an unknown
-    option."""
+    ``numeric`` section (measured; the plan is stored in it).  Before any run, the work is
+    estimated (:func:`work_estimate` of :func:`planned_lengths`, dense-path work included) and
+    refused above ``max_positions`` (None: no limit) with :class:`ParameterError` naming
+    ``--max-positions``.  Raises ``TypeError`` for an unknown option."""
     it = float(inv_tau)
     # under a schedule (THEORY §9) every run uses 1/τ(n) = S·g(n) at its own length n
     run_it = it if c.params.schedule is None else (lambda k: c.params.inv_tau_at(k, inv_tau))
     plan = resolve_plan(n_max, opts)
+    if max_positions is not None:
+        pos, dense = work_estimate(c, planned_lengths(c, n_max, plan),
+                                   run_it if callable(run_it) else (lambda k: it))
+        check_work(pos, dense, max_positions, "lower --n-max, choose a colder --tau, or give --no-numeric")
     fams = numeric_families(c, n_max, run_it, **{k: v for k, v in plan.items() if k != "key_pattern_ns"})
     conf = confirm(c.model, c.bounds, fams, run_it, beta=c.beta, eta=c.eta, progress=progress,
                    key_pattern_ns=plan["key_pattern_ns"])
@@ -125,6 +134,86 @@ def numeric_section(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, 
             "premise_failures": conf.premise_failures,
             "max_output_deviation": conf.max_output_deviation, "ok": conf.ok, "nodes": per_node,
             "note": NUMERIC_TEXTS["note"]}
+
+
+#: dense-path attention score entries that cost about one structured word position of the whole
+#: model (the unit of ``--max-positions``).  ``python benchmarks/dense_cost.py`` measured 84 (n = 2000)
+#: and 163 (``--n 4000 --words 2 --reps 3``) on tomita4; 64 counts dense work up to ~2.5x high
+DENSE_ENTRIES_PER_POSITION = 64
+#: most lengths at which :func:`warm_lengths` evaluates the bounds
+WARM_PROBES = 200
+
+
+def warm_lengths(c: Construction, lengths, inv_tau: Callable[[int], float]) -> set[int]:
+    """The lengths among ``lengths`` (ints) at which some node's bound exceeds η at ``1/τ(n)``:
+    there the clean-ups need not be exact, so the keys of later heads need not be Boolean and
+    those heads may fall back from the O(n) structured path to the dense O(n²) one (THEORY §3, §7).
+    With more than :data:`WARM_PROBES` distinct lengths, the bounds are evaluated at that many of
+    them (quantiles) and each length takes the verdict of the next probe at or above it (a bound at
+    a fixed τ grows with n)."""
+    ls = sorted(set(lengths))
+    if not ls or not c.bounds:
+        return set()
+    probe = ls if len(ls) <= WARM_PROBES else sorted(
+        {ls[round((len(ls) - 1) * k / (WARM_PROBES - 1))] for k in range(WARM_PROBES)})
+    eta = float(c.tolerance)
+    warm = {n: any(float(b.value(n, Fraction(inv_tau(n)), c.beta, c.tolerance)) > eta for b in c.bounds.values())
+            for n in probe}
+    out, j = set(), 0
+    for n in ls:
+        while probe[j] < n:
+            j += 1
+        if warm[probe[j]]:
+            out.add(n)
+    return out
+
+
+def work_estimate(c: Construction, words_by_length: dict[int, int], inv_tau: Callable[[int], float]) -> tuple[int, float]:
+    """``(positions, dense)``: the word positions (BOS included) of a run over ``words_by_length``
+    (``{n: number of words}``), and the dense-path work in the same unit — per word of a warm
+    length n (:func:`warm_lengths`), ``(n+1)²`` score entries for each head after the first layer
+    with heads (those read earlier heads' clean-ups), over :data:`DENSE_ENTRIES_PER_POSITION`."""
+    positions = sum(k * (n + 1) for n, k in words_by_length.items())
+    layers = [len(b.heads) for b in c.model.blocks if b.heads]
+    later = sum(layers[1:])
+    if not later:
+        return positions, 0.0
+    warm = warm_lengths(c, words_by_length, inv_tau)
+    dense = sum(k * (n + 1) ** 2 for n, k in words_by_length.items() if n in warm) * later
+    return positions, dense / DENSE_ENTRIES_PER_POSITION
+
+
+def planned_lengths(c: Construction, n_max: int, plan: dict) -> dict[int, int]:
+    """``{n: words}`` the plan runs the whole model on (closed form): the exhaustive and random
+    families, and at each adversarial length the periodic candidates searched (period ≤ 3) plus up
+    to two chosen words per head and one per LN comparator (the key-pattern runs are single heads
+    on the structured path)."""
+    k = len(c.model.alphabet)
+    out: dict[int, int] = {}
+    for n in range(1, exhaustive_top(k, int(plan["exhaustive_len"]), n_max) + 1):
+        out[n] = out.get(n, 0) + k ** n
+    if plan["random_count"]:
+        grid = random_grid(int(plan["random_n_max"]), n_max)
+        for n in grid:
+            out[n] = out.get(n, 0) + max(1, int(plan["random_count"]) // len(grid))
+    cands = sum(k ** p for p in range(1, 4)) + 2 * sum(len(b.heads) for b in c.model.blocks) + len(layernorms(c.model))
+    for n in {min(int(x), n_max) for x in plan["adversarial_ns"]}:
+        out[n] = out.get(n, 0) + cands
+    return out
+
+
+def check_work(positions: int, dense: float, max_positions: int, advice: str, parts: str = "") -> None:
+    """Raise :class:`ParameterError` naming ``--max-positions`` (one line, with the estimate) when
+    ``positions + dense`` exceeds ``max_positions``; ``advice``: what else lowers the work;
+    ``parts``: the positions' breakdown, as text."""
+    total = positions + dense
+    if total > max_positions:
+        warm = (f"dense attention path {dense:.3g}: at lengths where the temperature is too warm for the bounds, "
+                "some node's bound > eta and later heads' keys are not Boolean") if dense else ""
+        detail = ", ".join(x for x in (parts, warm) if x)
+        raise ParameterError(f"this numeric confirmation would run about {total:.3g} word positions"
+                             + (f" ({detail})" if detail else "")
+                             + f", more than --max-positions {max_positions:.3g}; {advice}, or raise --max-positions")
 
 
 def _keyed(c: Construction) -> list[str]:

@@ -362,3 +362,14 @@ def test_every_command_without_subcommands_parses_intermixed():
     assert {n for n, p in parsers.items() if p.intermixed} == set(parsers) - {"tracr"}
     assert main(["bound", "Y a", "--json", "--n-max", "10"]) == 0
     assert main(["certify", "--tau", "1/200", "Y a", "--n-max", "5", "--no-numeric"]) == 0
+
+
+def test_confirm_budget_counts_the_dense_path_at_a_too_warm_tau(capsys):
+    """A new-user trial: at --tau 1/1000 and --n-max 10^4, tomita4's later heads run on the dense
+    O(n²) path (their keys are not Boolean where the bounds exceed eta) for minutes, under the
+    positions budget.  The estimate counts that work now and refuses in one line; a cold --tau
+    over the same words passes the budget."""
+    assert main(["confirm", T4, "--tau", "1/1000", "--n-max", "10000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "dense attention path" in err and "raise --max-positions" in err
+    assert main(["confirm", T4, "--tau", "1/1000000", "--n-max", "10000", "--random", "5", "--json"]) == 0

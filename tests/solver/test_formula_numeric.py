@@ -19,7 +19,8 @@ from softhard.constructions.modelfile import load_model
 from softhard.constructions.parse import load_spec
 from softhard.solver.certificate import certify
 from softhard.solver.certjson import compute_hashes
-from softhard.solver.formula_numeric import planned, resolve_plan
+from softhard.constructions.errors import ParameterError
+from softhard.solver.formula_numeric import DENSE_ENTRIES_PER_POSITION, planned, resolve_plan, warm_lengths, work_estimate
 from softhard.solver.kinds import verify_certificate
 from softhard.solver.models import build_model_construction, certify_model
 from softhard.solver.pipeline import build
@@ -161,3 +162,38 @@ def test_model_numeric_edits_are_rejected_by_name(mcert):
 
 def test_every_numeric_edit_of_a_model_certificate_is_rejected(mcert):
     assert _accepted_edits(mcert) == EQUIVALENT_PLAN_EDITS["model"] | UNCHECKABLE["model"]
+
+
+def test_the_work_estimate_counts_the_dense_path_at_a_too_warm_temperature():
+    """A new-user trial: confirm/certify at --tau 1/1000 with n_max 10^4 ran minutes on the dense
+    O(n²) path, which the --max-positions estimate did not count.  Where 1/τ is below the closed-form
+    requirement 1/τ*(n) (some bound > η: computed here by solving, not by the estimate's bound
+    evaluation), each word of length n costs (n+1)² score entries per head after the first layer
+    with heads — tomita4 has 'Y (Y 0)' and the P head there: 2 — over 64 entries per position."""
+    c = build(load_spec(str(ROOT / "examples" / "tomita4.ltl")), "T")
+    assert [len(b.heads) for b in c.model.blocks] == [0, 1, 1, 1]
+    words = {10: 3, 50: 2, 1000: 4, 5000: 1}
+    warm = [n for n in words if float(c.inv_tau_required(n)) > 1000]
+    assert warm == [1000, 5000]
+    assert warm_lengths(c, words, lambda n: 1000.0) == set(warm)
+    pos, dense = work_estimate(c, words, lambda n: 1000.0)
+    assert pos == 3 * 11 + 2 * 51 + 4 * 1001 + 5001
+    assert dense == (4 * 1001**2 + 5001**2) * 2 / DENSE_ENTRIES_PER_POSITION
+    assert work_estimate(c, words, lambda n: 1e6) == (pos, 0.0)  # cold: every head structured
+    # more distinct lengths than the 200 probes: each length takes the verdict of the next probe at
+    # or above it (conservative: at most one probe spacing, ~10 lengths, below the first warm one)
+    many = {n: 1 for n in range(1, 2001)}
+    exact = {n for n in many if float(c.inv_tau_required(n)) > 1000}
+    est = warm_lengths(c, many, lambda n: 1000.0)
+    assert exact <= est and est - exact <= set(range(min(exact) - 11, min(exact)))
+
+
+def test_certify_refuses_a_numeric_run_over_the_budget(capsys):
+    from softhard.solver.cli import main
+
+    argv = ["certify", str(ROOT / "examples" / "dyck1_depth2.ltl"), "--tau", "1/1000", "--n-max", "10000"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--max-positions 1e+08" in err and "dense attention path" in err
+    with pytest.raises(ParameterError, match=r"max-positions 1e\+03"):
+        certify(build(load_spec("Y a", alphabet="ab"), "T"), n_max=50, tau=Fraction(1, 200), max_positions=1000)
