@@ -43,7 +43,7 @@ from .formula_numeric import NUMERIC_TEXTS, check_nodes, check_plan, numeric_sec
 from .pipeline import Construction, rebuild
 from .precision import FORMATS, precision_section, separable_up_to
 from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport
-from .search import SEARCH_TRIES, empirical_inv_tau, find_inv_tau, find_schedule_constant, schedule_requirement
+from .search import SCHEDULE_NS, SEARCH_TRIES, empirical_inv_tau, find_inv_tau, find_schedule_constant, schedule_requirement
 
 #: largest length at which ``--find-tau`` measures the empirical minimum 1/τ (run time)
 EMPIRICAL_N_CAP = 10_000
@@ -104,19 +104,27 @@ class Target:
 
     def reference(self, c: Construction, n_max: int) -> tuple[float, float | None, float | None]:
         """(tight numeric requirement at the binding length, closed form and gap lemma at ``n_max``), as
-        1/τ — or, under a schedule, as S: the supremum of S(n) and the two references divided by g(n_max)."""
+        1/τ — or, under a schedule (THEORY §9), all three in units of S, each the supremum over the
+        lengths n ≥ lo of :data:`~softhard.solver.search.SCHEDULE_NS` of its 1/τ(n) divided by g(n):
+        the constant each would need for every n, comparable with the certified S."""
         b = self.nb.bound
-        closed = (float(evaluate(b.inv_tau_star, n_value=n_max, inv_tau=1, beta_value=c.beta, eta_value=c.tolerance))
-                  if b.inv_tau_star is not None else None)
-        generic = (float(required_inv_tau(b.generic, n_value=n_max, eta_value=c.tolerance, beta_value=c.beta))
-                   if b.generic is not None and n_max >= 2 else None)
+
+        def closed_at(n):
+            return (float(evaluate(b.inv_tau_star, n_value=n, inv_tau=1, beta_value=c.beta, eta_value=c.tolerance))
+                    if b.inv_tau_star is not None else None)
+
+        def generic_at(n):
+            return (float(required_inv_tau(b.generic, n_value=n, eta_value=c.tolerance, beta_value=c.beta))
+                    if b.generic is not None and n >= 2 else None)
+
         if self.scheduled(c):
-            g = c.params.inv_tau_at(n_max, 1)
-            return (float(self._schedule_sup(c)[0]), None if closed is None else closed / g,
-                    None if generic is None else generic / g)
+            ns = [k for k in SCHEDULE_NS if k >= self.lo]
+            sup = [max((x / c.params.inv_tau_at(k, 1) for k in ns if (x := f(k)) is not None), default=None)
+                   for f in (closed_at, generic_at)]
+            return float(self._schedule_sup(c)[0]), sup[0], sup[1]
         tight = float(required_inv_tau(self.leak_at(self.n_bind), n_value=self.n_bind if self.n_bind is not None else 1,
                                        eta_value=c.tolerance, beta_value=c.beta))
-        return tight, closed, generic
+        return tight, closed_at(n_max), generic_at(n_max)
 
 
 def targets(c: Construction, n_lo: int, n_max: int, all_n: bool, tune: tuple[str, ...]) -> list[Target]:
