@@ -43,7 +43,8 @@ from .formula_numeric import NUMERIC_TEXTS, check_nodes, check_plan, numeric_sec
 from .pipeline import Construction, rebuild
 from .precision import FORMATS, precision_section, separable_up_to
 from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport
-from .search import SCHEDULE_NS, SEARCH_TRIES, empirical_inv_tau, find_inv_tau, find_schedule_constant, schedule_requirement
+from .search import (SCHEDULE_NS, SEARCH_TRIES, empirical_inv_tau, find_inv_tau, find_schedule_constant,
+                     schedule_requirement)
 
 #: largest length at which ``--find-tau`` measures the empirical minimum 1/τ (run time)
 EMPIRICAL_N_CAP = 10_000

@@ -168,7 +168,8 @@ def warm_lengths(c: Construction, lengths, inv_tau: Callable[[int], float]) -> s
     return out
 
 
-def work_estimate(c: Construction, words_by_length: dict[int, int], inv_tau: Callable[[int], float]) -> tuple[int, float]:
+def work_estimate(c: Construction, words_by_length: dict[int, int],
+                  inv_tau: Callable[[int], float]) -> tuple[int, float]:
     """``(positions, dense)``: the word positions (BOS included) of a run over ``words_by_length``
     (``{n: number of words}``), and the dense-path work in the same unit — per word of a warm
     length n (:func:`warm_lengths`), ``(n+1)²`` score entries for each head after the first layer
@@ -339,10 +340,11 @@ def check_plan(num: dict, c: Construction, n_max: int, inv_tau: Fraction, rep: V
     plan's; every node of the construction has a result; per node, the worst check's family and
     length are in the plan, its row a position of that length, its word (unless cut) that long and
     over the alphabet, ``inputs`` every word of every family (each head alone on its key patterns:
-    one input per pattern and length), ``largest_leak`` ≥ ``worst_observed`` at a planned length; ``premise_failures`` the nodes' sum;
-    ``max_output_deviation`` ≥ 1/2 exactly when an output mismatch is recorded (the hard output is
-    Boolean and a mismatch is a soft output on the other side of 1/2).  A plan missing from the
-    section (certificates before it was stored) is the default one."""
+    one input per pattern and length), ``largest_leak`` ≥ ``worst_observed`` at a planned length;
+    ``premise_failures`` the nodes' sum; ``max_output_deviation`` ≥ 1/2 exactly when an output
+    mismatch is recorded (the hard output is Boolean and a mismatch is a soft output on the other
+    side of 1/2).  A plan missing from the section (certificates before it was stored) is the
+    default one."""
     plan = num.get("plan")
     if plan is None:
         plan = resolve_plan(n_max)

@@ -420,8 +420,9 @@ def _bound_at(an: Analysis, n, inv_tau) -> mpmath.mpf:
 def check_all_words(rep: VerifyReport, aw: dict, an: Analysis) -> None:
     """Consistency of the stored all-words runs (not re-run): the families and lengths, the
     compiled temperature, each row's bound re-evaluated at its (n, 1/τ), its ratio equal to
-    observed/bound, its word one of that length over the alphabet and its row a position in it, the violation count equal to the rows whose observation exceeds the bound
-    beyond the allowance used by :func:`confirm_all_words`, the 50-digit rows' bounds and ratios,
+    observed/bound, its word one of that length over the alphabet and its row a position in it,
+    the violation count equal to the rows whose observation exceeds the bound beyond the
+    allowance used by :func:`confirm_all_words`, the 50-digit rows' bounds and ratios,
     their words (:func:`_mp_candidates` of the stored rows: the count and the attaining word among
     them), the fixed note, and ``ok``."""
     o = an.hm.outputs[0]
@@ -472,7 +473,7 @@ def check_all_words(rep: VerifyReport, aw: dict, an: Analysis) -> None:
                                       f"{mpmath.nstr(bd, 15)}")
         if h["words_tried"] != len(cands) or tuple(h["word"].split(" ")) not in cands:
             rep.add(f"{where}.words_tried" if h["words_tried"] != len(cands) else f"{where}.word",
-                    f"the 50-digit run takes the {len(cands)} words the rows and the fixed pairs s t…t, s…s t give, "
+                    f"the 50-digit run takes the {len(cands)} words of the rows and the pairs s t…t, s…s t, "
                     f"and its word is one of them (stored {h['words_tried']!r}, {h['word']!r})")
         want = float(mpmath.mpf(h["observed_mp50"]) / bd) if bd > 0 else None
         if (want is None) != (h["ratio"] is None) or (want is not None and abs(want - h["ratio"]) > 1e-9 * max(1.0, want)):

@@ -20,7 +20,8 @@ from softhard.constructions.parse import load_spec
 from softhard.solver.certificate import certify
 from softhard.solver.certjson import compute_hashes
 from softhard.constructions.errors import ParameterError
-from softhard.solver.formula_numeric import DENSE_ENTRIES_PER_POSITION, planned, resolve_plan, warm_lengths, work_estimate
+from softhard.solver.formula_numeric import (DENSE_ENTRIES_PER_POSITION, planned, resolve_plan, warm_lengths,
+                                            work_estimate)
 from softhard.solver.kinds import verify_certificate
 from softhard.solver.models import build_model_construction, certify_model
 from softhard.solver.pipeline import build
