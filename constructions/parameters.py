@@ -104,6 +104,11 @@ DEFAULT_EXHAUSTIVE_LIMIT = 20_000
 DEFAULT_SEARCH_WORDS = 20_000
 DEFAULT_SEARCH_MAX_LEN = 512
 
+#: default budget of ``--max-positions`` (``confirm``, ``certify``): word positions of a numeric
+#: confirmation, dense-path work counted in the same unit; about a minute or two of CPU for a
+#: 10-node construction
+DEFAULT_MAX_POSITIONS = 10**8
+
 
 def check_regime(regime: str) -> str:
     """Return ``regime`` ("T" or "U"); raise :class:`ParameterError` otherwise."""

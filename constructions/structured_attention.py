@@ -284,7 +284,9 @@ def _tied_eval(st: _Struct, V, mask, inv_tau, soft):
     wb = exp_flush((bos - smax) * inv_tau)
     rest = np.where(bos == smax, 0.0, wb)
     tot = wb.copy()
-    num = np.stack([wb * V[l][:, :1] for l in range(dv)])
+    num = np.zeros((dv, B, N))  # (a head without value columns, dv = 0, has an empty output)
+    for l in range(dv):
+        num[l] = wb * V[l][:, :1]
     for sc, cnt, sums in cands:
         w = exp_flush(np.where(np.isfinite(sc), (sc - smax) * inv_tau, -np.inf))
         tot += cnt * w
@@ -436,7 +438,7 @@ def _structured_eval_order(st: _Struct, V, mask, rule, inv_tau, soft, rev):
         exp_flush(w, out=w)  # candidates outside the mask have score −inf → weight 0
         if ci < len(cands):
             _, _, idx, li, vm, dif, brk = cands[ci]
-            E, F = _group_tails(li, vm, dif, brk, inv_tau)
+            E, F = _group_tails(li, len(idx), vm, dif, brk, inv_tau)
             for l in range(dv):
                 np.add(vs[l], F[l], out=tmp)  # the candidate's own value plus its group's tail
                 tmp *= w
@@ -458,14 +460,16 @@ def _structured_eval_order(st: _Struct, V, mask, rule, inv_tau, soft, rev):
     return num, hard, rest, ties
 
 
-def _group_tails(li: np.ndarray, vm: list, dif: np.ndarray | None, brk: np.ndarray | None, inv_tau: float):
+def _group_tails(li: np.ndarray, m: int, vm: list, dif: np.ndarray | None, brk: np.ndarray | None,
+                 inv_tau: float):
     """Per query, the weight of the group members before its best one, relative to the best:
     ``E = Σ_{s<t} exp((a_s − a_t)/τ)`` and ``F_l = Σ_{s<t} exp((a_s − a_t)/τ)·v_l(s)`` at ``t = li``.
+    ``m``: the group's member count; ``vm``: one ``(m,)`` array per value column (none for a head
+    without value columns: then only ``E``).
 
     Recurrence ``E_t = c_t·(E_{t−1} + 1)``, ``F_t = c_t·(F_{t−1} + v_{t−1})`` with
     ``c_t = exp(−(a_t − a_{t−1})/τ)`` (0 across a batch-row break), solved by :func:`affine_scan`.
     """
-    m = len(vm[0])
     alpha = np.zeros(m)
     if m > 1:
         t = np.multiply(dif, -inv_tau)

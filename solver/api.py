@@ -23,7 +23,8 @@ from ..constructions.modelfile import load_model
 from ..constructions.parse import FormulaSpec, load_spec, tokenize
 from ..constructions.tracr import TracrModel
 from ..constructions.tracr_load import load_tracr
-from .certificate import certify, numeric_families
+from .certificate import certify
+from .formula_numeric import numeric_families
 from .certjson import load_certificate, write_certificate
 from .kinds import verify_certificate
 from .models import ModelAnalysis, build_model_construction, certify_model
@@ -102,7 +103,7 @@ def run(c: Construction, word, *, inv_tau: float) -> tuple[Trace, Trace]:
 def confirm(c: Construction, *, n_max: int, inv_tau: float, **families_options) -> Confirmation:
     """Numeric confirmation of a formula construction's bounds: the exhaustive, random and
     adversarial input families up to ``n_max`` (options as
-    :func:`softhard.solver.certificate.numeric_families`), each node's worst observed error
+    :func:`softhard.solver.formula_numeric.numeric_families`), each node's worst observed error
     against its bound.  Never a proof (THEORY §7).  Returns a :class:`Confirmation` (``.ok``)."""
     if n_max < 1:
         raise ParameterError(f"n_max must be >= 1, got {n_max}")

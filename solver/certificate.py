@@ -27,91 +27,32 @@ from typing import Callable
 import sympy as sp
 
 from ..bounds.cache import subs as cached_subs
-from ..bounds.confirm import PATTERN_TEXT, attention_ancestors, confirm, key_patterns
+from ..bounds.confirm import PATTERN_TEXT, key_patterns
 from ..bounds.core import tau as tau_sym
 from ..bounds.derive import NodeBound, evaluate, in_tau, required_inv_tau
 from ..bounds.params import Params
-from ..constructions.counting import adversarial_layernorm_words
 from ..constructions.errors import CertificateError, ParameterError, SearchFailed
-from ..constructions.simulate import adversarial_words, all_words, leak_rounding_allowance, random_words
+from ..constructions.parameters import DEFAULT_MAX_POSITIONS
+from ..constructions.simulate import leak_rounding_allowance
 from .arbcheck import exceeds
 from .certjson import compute_hashes
 from .check import Claim, ClaimResult, ProofCache
 from .claims import (choice_static, claim_json, claim_specs, construction_static, frac_str, graph_data, node_static,
                      parse_frac, schedule_outcome, versions)
+from .formula_numeric import NUMERIC_TEXTS, check_nodes, check_plan, numeric_section
 from .pipeline import Construction, rebuild
 from .precision import FORMATS, precision_section, separable_up_to
 from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport
-from .search import empirical_inv_tau, find_inv_tau, find_schedule_constant, schedule_requirement
+from .search import (SCHEDULE_NS, SEARCH_TRIES, empirical_inv_tau, find_inv_tau, find_schedule_constant,
+                     schedule_requirement)
 
 #: largest length at which ``--find-tau`` measures the empirical minimum 1/τ (run time)
 EMPIRICAL_N_CAP = 10_000
+#: most soft runs of one empirical minimum (:func:`softhard.solver.search.empirical_inv_tau`'s ``max_runs``)
+EMPIRICAL_MAX_RUNS = 60
 
 COMPOSED = ("all node claims proved  =>  every clean-up round_eta is exact  =>  the soft transformer's "
             "output equals the hard transformer's on every word in the range (THEORY §3)")
-
-# --------------------------------------------------------------------------------------------
-# numeric confirmation (measured)
-
-
-def numeric_families(c: Construction, n_max: int, inv_tau: float | Callable[[int], float], *, exhaustive_len: int = 10,
-                     random_count: int = 1000, random_n_max: int = 500, adversarial_ns=(10, 100, 1000, 10000),
-                     seed: int = 0) -> dict[str, list]:
-    """The input families of the numeric confirmation (issue 2 item 7), capped by ``n_max``."""
-    alph = c.model.alphabet
-    exh = []
-    for k in range(1, min(exhaustive_len, n_max) + 1):
-        if len(alph) ** k > 50_000:
-            break
-        exh.extend(all_words(alph, k))
-    rnd = []
-    if random_count:
-        # lengths from a log-spaced grid (≤ 32 distinct values: one batch per length)
-        top = min(random_n_max, n_max)
-        grid = sorted({max(1, int(round(top ** (k / 31)))) for k in range(32)})
-        per = max(1, random_count // len(grid))
-        for k, L in enumerate(grid):
-            rnd.extend(random_words(alph, per, L, seed=seed + k, n_min=L))
-    adv: list = []
-    for k in sorted({min(k, n_max) for k in adversarial_ns}):
-        adv.extend(dict.fromkeys(adversarial_words(c.model, k, inv_tau(k) if callable(inv_tau) else inv_tau).values()))
-        adv.extend(dict.fromkeys(adversarial_layernorm_words(c.model, k).values()))  # LN comparators
-    fams = {"exhaustive": exh, "random": rnd, "adversarial": list(dict.fromkeys(adv))}
-    return {k: v for k, v in fams.items() if v}
-
-
-def numeric_section(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, progress=None) -> dict:
-    it = float(inv_tau)
-    # under a schedule (THEORY §9) every run uses 1/τ(n) = S·g(n) at its own length n
-    run_it = it if c.params.schedule is None else (lambda k: c.params.inv_tau_at(k, inv_tau))
-    opts = dict(opts)
-    key_ns = opts.pop("key_pattern_ns", None)
-    fams = numeric_families(c, n_max, run_it, **opts)
-    if key_ns is None:  # the binding length, capped for run time, and two smaller ones
-        top = min(n_max, 10**5)
-        key_ns = sorted({k for k in (2, max(2, top // 100), top) if k <= n_max})
-    conf = confirm(c.model, c.bounds, fams, run_it, beta=c.beta, eta=c.eta, progress=progress, key_pattern_ns=key_ns)
-    per_node = conf.summary(word_chars=64)
-    lengths = {f: [min(x.n for x in conf.checks if x.family == f), max(x.n for x in conf.checks if x.family == f)]
-               for f in dict.fromkeys(x.family for x in conf.checks)}
-    return {"inv_tau_float": it, "families": conf.words, "lengths": lengths,
-            "worst_means": NUMERIC_TEXTS["worst_means"],
-            "mismatched_outputs": sum(len(v) for v in conf.mismatches.values()),
-            "mismatched_outputs_unguarded": sum(len(v) for v in conf.unguarded_mismatches.values()),
-            "mismatches_count": NUMERIC_TEXTS["mismatches_count"],
-            "premise_failures": conf.premise_failures,
-            "max_output_deviation": conf.max_output_deviation, "ok": conf.ok, "nodes": per_node,
-            "note": NUMERIC_TEXTS["note"]}
-
-
-#: the fixed descriptions in a certificate's numeric section (verify compares them)
-NUMERIC_TEXTS = {
-    "worst_means": "per node, the check with the largest observed/bound ratio (largest_leak: the largest leak)",
-    "mismatches_count": "positions (word, position) whose clean output differs from the hard model; "
-                        "'unguarded': at a length where some node's bound exceeds eta (not claimed exact)",
-    "note": "a numeric run confirms or refutes, never proves (THEORY §7)",
-}
-
 
 def float64_margin(c: Construction, b, n_bind: int | None, lo: int) -> float:
     """Relative margin on 1/τ for the search: 10× the float64 rounding allowance of the leak at the
@@ -164,19 +105,27 @@ class Target:
 
     def reference(self, c: Construction, n_max: int) -> tuple[float, float | None, float | None]:
         """(tight numeric requirement at the binding length, closed form and gap lemma at ``n_max``), as
-        1/τ — or, under a schedule, as S: the supremum of S(n) and the two references divided by g(n_max)."""
+        1/τ — or, under a schedule (THEORY §9), all three in units of S, each the supremum over the
+        lengths n ≥ lo of :data:`~softhard.solver.search.SCHEDULE_NS` of its 1/τ(n) divided by g(n):
+        the constant each would need for every n, comparable with the certified S."""
         b = self.nb.bound
-        closed = (float(evaluate(b.inv_tau_star, n_value=n_max, inv_tau=1, beta_value=c.beta, eta_value=c.tolerance))
-                  if b.inv_tau_star is not None else None)
-        generic = (float(required_inv_tau(b.generic, n_value=n_max, eta_value=c.tolerance, beta_value=c.beta))
-                   if b.generic is not None and n_max >= 2 else None)
+
+        def closed_at(n):
+            return (float(evaluate(b.inv_tau_star, n_value=n, inv_tau=1, beta_value=c.beta, eta_value=c.tolerance))
+                    if b.inv_tau_star is not None else None)
+
+        def generic_at(n):
+            return (float(required_inv_tau(b.generic, n_value=n, eta_value=c.tolerance, beta_value=c.beta))
+                    if b.generic is not None and n >= 2 else None)
+
         if self.scheduled(c):
-            g = c.params.inv_tau_at(n_max, 1)
-            return (float(self._schedule_sup(c)[0]), None if closed is None else closed / g,
-                    None if generic is None else generic / g)
+            ns = [k for k in SCHEDULE_NS if k >= self.lo]
+            sup = [max((x / c.params.inv_tau_at(k, 1) for k in ns if (x := f(k)) is not None), default=None)
+                   for f in (closed_at, generic_at)]
+            return float(self._schedule_sup(c)[0]), sup[0], sup[1]
         tight = float(required_inv_tau(self.leak_at(self.n_bind), n_value=self.n_bind if self.n_bind is not None else 1,
                                        eta_value=c.tolerance, beta_value=c.beta))
-        return tight, closed, generic
+        return tight, closed_at(n_max), generic_at(n_max)
 
 
 def targets(c: Construction, n_lo: int, n_max: int, all_n: bool, tune: tuple[str, ...]) -> list[Target]:
@@ -260,7 +209,8 @@ def _empirical(c: Construction, tg: Target, key: str, n_max: int, all_n: bool, t
                                     value_label=c.graph.nodes[tg.nb.node].get("value"), value_spacing=b.value_spacing,
                                     direction=c.graph.nodes[tg.nb.node].get("direction", "past"),
                                     start=float(required_inv_tau(b.leak, n_value=n_emp, eta_value=c.eta,
-                                                                 beta_value=c.beta)) or 1.0)
+                                                                 beta_value=c.beta)) or 1.0,
+                                    max_runs=EMPIRICAL_MAX_RUNS)
     cert_emp = certified
     if n_emp != n_max and not all_n:
         r2 = find_inv_tau(lambda x, mk=tg.make, k=n_emp: Claim(mk(x).expr, mk(x).eta, tg.lo, k, label=tg.nb.node),
@@ -269,8 +219,13 @@ def _empirical(c: Construction, tg: Target, key: str, n_max: int, all_n: bool, t
     return {"n": n_emp, "inv_tau_empirical": x_emp, "runs": runs,
             "inv_tau_certified_at_n": frac_str(cert_emp) if cert_emp is not None else None,
             "ratio_certified_to_empirical": (float(cert_emp) / x_emp) if cert_emp is not None else None,
-            "method": ("Illinois iteration on the head's own attaining key patterns (" +
-                       ", ".join(PATTERN_TEXT[p] for p in key_patterns(b)) + f"), on its {b.quantity}")}
+            "method": _empirical_method(b)}
+
+
+def _empirical_method(b) -> str:
+    """The fixed description of an empirical minimum's run for bound ``b`` (verify compares it)."""
+    return ("Illinois iteration on the head's own attaining key patterns (" +
+            ", ".join(PATTERN_TEXT[p] for p in key_patterns(b)) + f"), on its {b.quantity}")
 
 
 def found_params(c: Construction, found: list[dict], n_lo: int, n_max: int, all_n: bool,
@@ -410,7 +365,8 @@ def check_range(n_lo: int, n_max: int, tau: Fraction | None, find_tau: bool) -> 
 
 def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None = None, find_tau: bool = False,
             all_n: bool | None = None, timeout_s: float = 20.0, numeric: bool = True, numeric_opts: dict | None = None,
-            progress: Callable[[str], None] | None = None, tune: tuple[str, ...] = ()) -> dict:
+            progress: Callable[[str], None] | None = None, tune: tuple[str, ...] = (),
+            max_positions: int | None = DEFAULT_MAX_POSITIONS) -> dict:
     """Build a certificate for ``c`` on ``n ∈ [n_lo, n_max]`` (or all ``n ≥ n_lo`` in regime U).
 
     Exactly one of ``tau`` (an exact positive Fraction) and ``find_tau`` must be given.
@@ -419,8 +375,11 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
     ``all_n`` defaults to True when every bound is uniform in n (regime U/P selections, the ``pe``
     comparator, ``ln`` comparators with ε_LN = 0 in any regime; :attr:`Construction.uniform_in_n`)
     and False otherwise.
-    Returns the certificate as a dict (schema 2); raises :class:`ParameterError` on bad input and
-    :class:`SearchFailed` when ``find_tau`` finds no certifiable temperature.
+    ``max_positions``: the numeric confirmation's work budget (word positions, the dense attention
+    path's work at a too-warm temperature included; None: no limit), checked before it runs.
+    Returns the certificate as a dict (schema 2); raises :class:`ParameterError` on bad input or a
+    numeric confirmation over the budget, and :class:`SearchFailed` when ``find_tau`` finds no
+    certifiable temperature.
     """
     t_start = time.perf_counter()
     check_range(n_lo, n_max, tau, find_tau)
@@ -442,7 +401,8 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
     num = None
     if numeric:
         say("numeric confirmation")
-        num = numeric_section(c, n_max, inv_tau, numeric_opts or {}, progress=lambda f: say(f"numeric: {f}"))
+        num = numeric_section(c, n_max, inv_tau, numeric_opts or {}, progress=lambda f: say(f"numeric: {f}"),
+                              max_positions=max_positions)
     t_num = time.perf_counter()
     cert = assemble(c, inv_tau=inv_tau, n_lo=n_lo, n_max=n_max, all_n=all_n, timeout_s=timeout_s, proofs=proofs,
                     found=found, tune=tune, numeric=num, say=say)
@@ -508,11 +468,22 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, Construction]:
 
 
 def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
-    """Consistency of the measured fields: the numeric summary against the re-derived bounds
-    (bound at each worst check's length, ratio, violations, premises, ok), and each empirical
-    minimum against its certified value (ratio; the certified value at the empirical length meets
-    the bound there in ball arithmetic; certified ≥ empirical)."""
-    _check_numeric(cert.get("numeric"), c, rep, texts=NUMERIC_TEXTS if cert.get("kind") == "formula" else {})
+    """Consistency of the measured fields (docs/certificates.md, "Measured fields"): the numeric
+    section (:func:`~softhard.solver.formula_numeric.check_nodes`; for a formula also
+    :func:`~softhard.solver.formula_numeric.check_plan` and the fixed texts), each search row's
+    ``rounds`` (1..:data:`SEARCH_TRIES` for a found value), and each empirical minimum: its length
+    (the binding one capped at :data:`EMPIRICAL_N_CAP`), its run count, its fixed description, and
+    against its certified value (ratio; the certified value at the empirical length meets the bound
+    there in ball arithmetic; certified ≥ empirical)."""
+    num = cert.get("numeric")
+    if num:
+        check_nodes(num, c, rep)
+        if cert.get("kind") == "formula":
+            for k, text in NUMERIC_TEXTS.items():  # (a model certificate's numeric section has texts of its own)
+                if num.get(k) != text:
+                    rep.add(f"numeric.{k}", "is not the fixed description")
+            check_plan(num, c, cert["range"]["n_max"],
+                       parse_frac(cert["construction"]["inv_tau"], "construction.inv_tau"), rep)
     srch = cert.get("search")
     if srch is None:
         return
@@ -522,7 +493,21 @@ def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
     for i, r in enumerate(srch["per_bound"]):
         e, tg = r.get("empirical"), tgs.get(r["node"])
         where = f"search.per_bound[{i}].empirical"
-        if e is None or tg is None or e.get("inv_tau_certified_at_n") is None:
+        rounds = r["rounds"]
+        if r.get("inv_tau_certified") is not None and not (isinstance(rounds, int) and 1 <= rounds <= SEARCH_TRIES):
+            rep.add(f"search.per_bound[{i}].rounds", f"{rounds!r}: a found value takes 1 to {SEARCH_TRIES} rounds")
+        if e is None or tg is None:
+            continue
+        n_emp = EMPIRICAL_N_CAP if rng["all_n"] else min(rng["n_max"], EMPIRICAL_N_CAP)
+        if e["n"] != n_emp:
+            rep.add(f"{where}.n", f"{e['n']!r}: the empirical run is at n = {n_emp}")
+        if not (isinstance(e["runs"], int) and 1 <= e["runs"] <= EMPIRICAL_MAX_RUNS):
+            rep.add(f"{where}.runs", f"{e['runs']!r}: the iteration takes 1 to {EMPIRICAL_MAX_RUNS} runs")
+        if e["method"] != _empirical_method(tg.nb.bound):
+            rep.add(f"{where}.method", "is not the fixed description for this bound's key patterns")
+        if (e["inv_tau_certified_at_n"] is None) != (e["ratio_certified_to_empirical"] is None):
+            rep.add(f"{where}.ratio_certified_to_empirical", "must be null exactly when inv_tau_certified_at_n is")
+        if e["inv_tau_certified_at_n"] is None:
             continue
         ce = parse_frac(e["inv_tau_certified_at_n"], f"{where}.inv_tau_certified_at_n")
         if not rng["all_n"] and e.get("n") == rng["n_max"] and r.get("inv_tau_certified") != e["inv_tau_certified_at_n"]:
@@ -541,51 +526,6 @@ def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
         if over:
             rep.add(f"{where}.inv_tau_certified_at_n", f"{e['inv_tau_certified_at_n']} does not meet the bound at "
                                                        f"n = {e['n']} (bound = {val})")
-
-
-def _check_numeric(num: dict | None, c: Construction, rep: VerifyReport, *, texts: dict[str, str]) -> None:
-    if not num:
-        return
-    inv_tau = Fraction(num["inv_tau_float"])
-    for v, s in (num.get("nodes") or {}).items():
-        if v not in c.bounds:
-            rep.add(f"numeric.nodes.{v}", "unknown node")
-            continue
-        it_n = inv_tau if c.params.schedule is None else Fraction(c.params.inv_tau_at(s["at_n"], inv_tau))
-        bd = float(c.bounds[v].value(s["at_n"], it_n, c.beta, c.tolerance))
-        if abs(bd - s["bound_there"]) > 1e-12 * max(abs(bd), 1e-300):
-            rep.add(f"numeric.nodes.{v}.bound_there", f"stored {s['bound_there']!r} but the bound at n = {s['at_n']} "
-                                                      f"is {bd!r}")
-        if s["bound_there"] > 0:
-            exp_ratio = s["worst_observed"] / s["bound_there"]
-        else:
-            exp_ratio = 0.0 if s["worst_observed"] == 0 else None
-        if (exp_ratio is None) != (s["ratio"] is None) or (
-                exp_ratio is not None and abs(exp_ratio - s["ratio"]) > 1e-9 * max(1.0, abs(exp_ratio))):
-            rep.add(f"numeric.nodes.{v}.ratio", f"stored {s['ratio']!r} but worst_observed/bound_there = {exp_ratio!r}")
-        allow = s["allowance_rel"]  # None: infinite (no float64 rounding guarantee, refutes nothing)
-        viol = allow is not None and s["worst_observed"] > s["bound_there"] * (1 + allow)
-        anc = s.get("premise")
-        if anc is not None:  # the stored worst check says an ancestor was not clean there
-            a_num = (num.get("nodes") or {}).get(anc) or {}
-            if anc not in attention_ancestors(c.model, c.bounds).get(v, []):
-                rep.add(f"numeric.nodes.{v}.premise", f"names {anc!r}, which is not an attention node below {v!r}")
-            elif not a_num.get("largest_leak", 0.0) > float(c.tolerance):
-                rep.add(f"numeric.nodes.{v}.premise", f"names {anc!r}, whose largest observed error does not "
-                                                      f"exceed eta")
-        elif viol and s["violations"] == 0:
-            rep.add(f"numeric.nodes.{v}.violations", "worst observed exceeds the bound but no violation is recorded")
-    nodes = (num.get("nodes") or {}).values()
-    anyviol = any(s["violations"] for s in nodes)
-    if num["ok"] and (anyviol or num["mismatched_outputs"]):
-        rep.add("numeric.ok", "says ok but violations or output mismatches are recorded")
-    elif not num["ok"] and not (anyviol or num["mismatched_outputs"]):
-        rep.add("numeric.ok", "says failed but no violation or output mismatch is recorded")
-    if "premise_failures" in num and num["premise_failures"] != sum(s.get("premise_failures", 0) for s in nodes):
-        rep.add("numeric.premise_failures", "is not the sum of the nodes' premise_failures")
-    for k, text in texts.items():  # (a model certificate's numeric section has texts of its own)
-        if num.get(k) != text:
-            rep.add(f"numeric.{k}", "is not the fixed description")
 
 
 #: the formula kind in the registry (:mod:`softhard.solver.kinds`)

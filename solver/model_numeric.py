@@ -33,23 +33,44 @@ def allowance_abs(x: np.ndarray) -> float:
     return float(2.0**-40 * (1.0 + float(np.max(np.abs(x))) if x.size else 1.0))
 
 
-def model_families(c: Construction, report: GapReport, n_max: int, *, exhaustive_words: int = 4096,
-                   random_count: int = 400, random_n_max: int = 256, seed: int = 0) -> dict[str, list]:
-    """Input families for the numeric confirmation: every word up to the length where the count
-    exceeds ``exhaustive_words``; random words on a log grid of lengths; the gap-attaining words."""
-    alph = c.model.alphabet
-    k = len(alph)
-    exh = []
-    for L in range(1, n_max + 1):
-        if count_words(k, L, cap=exhaustive_words) > exhaustive_words:
-            break
-        for tok in all_tokens(k, L):
-            exh.extend(tuple(alph[t - 1] for t in row) for row in tok)
-    rng = np.random.default_rng(seed)
+#: the default plan of a model's numeric confirmation (``numeric_opts`` overrides any key)
+MODEL_PLAN_DEFAULTS = {"exhaustive_words": 4096, "random_count": 400, "random_n_max": 256, "seed": 0}
+#: the fixed descriptions in a model certificate's numeric section (verify compares them)
+MODEL_NUMERIC_TEXTS = {
+    "mismatches_count": "positions whose rounded output differs from the hard model's; 'unguarded': on "
+                        "outputs whose margin is <= epsilon (rounding not claimed)",
+    "note": ("observed = max over words and positions of |soft - hard| on the output coordinates (float64); "
+             "a numeric run confirms or refutes, never proves (THEORY §7)"),
+}
+
+
+def model_plan(opts: dict | None = None) -> dict:
+    """The plan of a model's numeric confirmation: :data:`MODEL_PLAN_DEFAULTS` updated by ``opts``
+    (an unknown key raises ``TypeError``, as a misspelt keyword would)."""
+    opts = dict(opts or {})
+    unknown = set(opts) - set(MODEL_PLAN_DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown numeric option(s): {', '.join(sorted(unknown))}")
+    return {**MODEL_PLAN_DEFAULTS, **opts}
+
+
+def _exhaustive_top(k: int, n_max: int, exhaustive_words: int) -> int:
+    """The longest length of a model's exhaustive family: every word up to it, at most
+    ``exhaustive_words`` words in all (0: none)."""
+    top = 0
+    while top < n_max and count_words(k, top + 1, cap=exhaustive_words) <= exhaustive_words:
+        top += 1
+    return top
+
+
+def _random_grid(random_n_max: int, n_max: int) -> list[int]:
+    """The ≤ 16 log-spaced lengths of a model's random family."""
     top = min(random_n_max, n_max)
-    grid = sorted({max(1, int(round(top ** (t / 15)))) for t in range(16)})
-    per = max(1, random_count // len(grid))
-    rnd = [tuple(alph[int(i)] for i in rng.integers(0, k, size=L)) for L in grid for _ in range(per)]
+    return sorted({max(1, int(round(top ** (t / 15)))) for t in range(16)})
+
+
+def _adversarial(report: GapReport) -> list[tuple]:
+    """The gap-attaining words of the gap report (each once, in order)."""
     adv = []
     for h in report.heads.values():
         for w in (h.word, h.word_untied):
@@ -58,8 +79,39 @@ def model_families(c: Construction, report: GapReport, n_max: int, *, exhaustive
     for o in report.outputs.values():
         if o.word is not None:
             adv.append(tuple(o.word))
-    fams = {"exhaustive": exh, "random": rnd, "adversarial": list(dict.fromkeys(adv))}
+    return list(dict.fromkeys(adv))
+
+
+def model_families(c: Construction, report: GapReport, n_max: int, *, exhaustive_words: int = 4096,
+                   random_count: int = 400, random_n_max: int = 256, seed: int = 0) -> dict[str, list]:
+    """Input families for the numeric confirmation: every word up to the length where the count
+    exceeds ``exhaustive_words``; random words on a log grid of lengths; the gap-attaining words.
+    Returns ``{family: words}`` (tuples of alphabet symbols)."""
+    alph = c.model.alphabet
+    k = len(alph)
+    exh = []
+    for L in range(1, _exhaustive_top(k, n_max, exhaustive_words) + 1):
+        for tok in all_tokens(k, L):
+            exh.extend(tuple(alph[t - 1] for t in row) for row in tok)
+    rng = np.random.default_rng(seed)
+    grid = _random_grid(random_n_max, n_max)
+    per = max(1, random_count // len(grid))
+    rnd = [tuple(alph[int(i)] for i in rng.integers(0, k, size=L)) for L in grid for _ in range(per)]
+    fams = {"exhaustive": exh, "random": rnd, "adversarial": _adversarial(report)}
     return {k_: v for k_, v in fams.items() if v}
+
+
+def planned_families(c: Construction, report: GapReport, n_max: int, plan: dict) -> dict[str, tuple[int, set[int]]]:
+    """What :func:`model_families` gives for ``plan``, without generating a random or exhaustive
+    word: per family, ``(number of words, their lengths)``."""
+    k = len(c.model.alphabet)
+    top = _exhaustive_top(k, n_max, plan["exhaustive_words"])
+    grid = _random_grid(plan["random_n_max"], n_max)
+    adv = _adversarial(report)
+    out = {"exhaustive": (count_words(k, top) if top else 0, set(range(1, top + 1))),
+           "random": (max(1, plan["random_count"] // len(grid)) * len(grid), set(grid)),
+           "adversarial": (len(adv), {len(w) for w in adv})}
+    return {f: v for f, v in out.items() if v[0]}
 
 
 def observe_model(c: Construction, families: dict[str, list], inv_tau: float, progress=None,
@@ -118,10 +170,10 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
                     diff = np.abs(soft.x[:, 1:, cols] - hard_x[:, 1:, cols]).max(axis=2)
                     bi, ri = np.unravel_index(int(np.argmax(diff)), diff.shape)
                     obs = float(diff[bi, ri])
-                    max_dev = max(max_dev, obs)
                     bd = float(c.bounds[node].value(L, it_frac, c.beta, c.tolerance))
                     if bd == 0 and obs <= allow:
                         obs = 0.0  # below float64 resolution (THEORY §7): not an observation of error
+                    max_dev = max(max_dev, obs)
                     per_node[node].append({"family": fam, "n": L, "inputs": len(chunk), "observed": obs, "bound": bd,
                                            "allowance_abs": allow, "word": " ".join(chunk[bi]), "row": int(ri) + 1})
                     rows = [r for r in read_rows(o.at, L)]
@@ -160,11 +212,9 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
           and all(v["violations"] == 0 for v in per_head.values()))
     return {"inv_tau_float": float(inv_tau), "families": words_per_family, "mismatched_outputs": mismatches,
             "mismatched_outputs_unguarded": unguarded,
-            "mismatches_count": "positions whose rounded output differs from the hard model's; 'unguarded': on "
-                                "outputs whose margin is <= epsilon (rounding not claimed)",
+            "mismatches_count": MODEL_NUMERIC_TEXTS["mismatches_count"],
             "max_output_deviation": max_dev, "ok": ok, "nodes": nodes, "heads": per_head,
-            "note": ("observed = max over words and positions of |soft - hard| on the output coordinates (float64); "
-                     "a numeric run confirms or refutes, never proves (THEORY §7)")}
+            "note": MODEL_NUMERIC_TEXTS["note"]}
 
 
 
@@ -174,25 +224,58 @@ def _ratio(observed: float, bound: float) -> float:
 
 
 def check_numeric(num: dict | None, c: Construction, head_bounds: dict[str, sp.Expr], inv_tau: Fraction,
-                  rep: VerifyReport) -> None:
-    """The model-specific consistency of a measured ``numeric`` section (the formula kind's
-    checks of the per-node summary — bound there, ratio, violations, ``ok`` — run first): it was
-    run at the certified 1/τ, every output node saw every input, and per head the stored bound is
-    the head's bound at the stored length, the ratio is observed/bound, an observation above the
-    bound (plus its float64 allowance) is counted as a violation, and ``ok`` is false if one is."""
+                  rep: VerifyReport, *, report: GapReport, n_max: int) -> None:
+    """The model-specific consistency of a measured ``numeric`` section (the shared checks of the
+    per-node summary — bound there, ratio, the worst family's ratio, violations, ``ok`` — run
+    first): it was run at the certified 1/τ; its families are the ones its plan (``numeric.plan``;
+    the default one when missing) gives with the gap report (:func:`model_families`, re-derived
+    without running: word counts compared); every output node saw every input; each worst
+    observation is at a length of its family; ``max_output_deviation`` is the largest node
+    observation; no unguarded mismatch is counted when every output is guarded (ε below its margin);
+    the descriptions are the fixed texts; and per head the stored bound is the head's
+    bound at the stored length (a length of the run), the ratio is observed/bound, an observation
+    above the bound (plus its float64 allowance) is counted as a violation, and ``ok`` is false
+    if one is."""
     if not num:
         return
     if not math.isclose(float(num["inv_tau_float"]), float(inv_tau), rel_tol=1e-12):
         rep.add("numeric.inv_tau_float", f"{num['inv_tau_float']!r} is not the certified 1/tau {float(inv_tau)!r}")
+    for k, text in MODEL_NUMERIC_TEXTS.items():
+        if num.get(k) != text:
+            rep.add(f"numeric.{k}", "is not the fixed description")
+    plan = num.get("plan", MODEL_PLAN_DEFAULTS)
+    if not isinstance(plan, dict) or set(plan) != set(MODEL_PLAN_DEFAULTS) or not all(
+            isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 10**6 for x in plan.values()):
+        rep.add("numeric.plan", f"is not a plan: an object with the keys {', '.join(MODEL_PLAN_DEFAULTS)} and "
+                                "integers in [0, 10^6]")
+        return
+    fams = planned_families(c, report, n_max, plan)
+    want = {f: x[0] for f, x in fams.items()}
+    if num["families"] != want:
+        rep.add("numeric.families", f"is {num['families']!r}, the plan gives {want!r}")
+    lens = {f: x[1] for f, x in fams.items()}
     total = sum(int(v) for v in num["families"].values())
     for v, s in num["nodes"].items():
         if s["inputs"] != total:
             rep.add(f"numeric.nodes.{v}.inputs", f"{s['inputs']} inputs, but the families hold {total}")
         if s["max_observed"] < s["worst_observed"]:
             rep.add(f"numeric.nodes.{v}.max_observed", "is below the worst observation")
+        if s["at_n"] not in lens.get(s["family"], ()):
+            rep.add(f"numeric.nodes.{v}.at_n", f"{s['at_n']!r} is not a length of the family {s['family']!r}")
     for v in c.bounds:
         if v not in num["nodes"]:
             rep.add("numeric.nodes", f"no result for output node {v!r}")
+    top = max((s["max_observed"] for s in num["nodes"].values()), default=0.0)
+    if num["max_output_deviation"] != top:
+        rep.add("numeric.max_output_deviation", f"is {num['max_output_deviation']!r}, the nodes' largest observation "
+                                                f"is {top!r}")
+    all_lens = set().union(*lens.values()) if lens else set()
+    guarded = {o.name for o in report.outputs.values() if o.margin is not None and c.params.epsilon < o.margin}
+    if num["mismatched_outputs_unguarded"] and guarded >= set(report.outputs):
+        rep.add("numeric.mismatched_outputs_unguarded", "counts mismatches on unguarded outputs, but epsilon is below "
+                                                        "every output's margin (every output is guarded)")
+    if head_bounds and "heads" not in num:
+        rep.add("numeric.heads", "missing: the model has heads")
     it = Fraction(num["inv_tau_float"])
     heads = num.get("heads") or {}
     for h, s in heads.items():
@@ -200,6 +283,8 @@ def check_numeric(num: dict | None, c: Construction, head_bounds: dict[str, sp.E
         if h not in head_bounds:
             rep.add(where, "not a head of the model")
             continue
+        if s["n"] not in all_lens:
+            rep.add(f"{where}.n", f"{s['n']!r} is not a length of the run")
         bd = float(evaluate(head_bounds[h], n_value=int(s["n"]), inv_tau=it))
         if abs(bd - s["bound"]) > 1e-12 * max(abs(bd), 1e-300):
             rep.add(f"{where}.bound", f"stored {s['bound']!r} but the head's bound at n = {s['n']} is {bd!r}")

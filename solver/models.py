@@ -62,7 +62,7 @@ from ..constructions.parameters import to_fraction
 from . import certificate
 from .check import ProofCache
 from .claims import frac_str, parse_frac
-from .model_numeric import check_numeric, model_families, observe_model
+from .model_numeric import check_numeric, model_families, model_plan, observe_model
 from .model_recheck import recheck_report
 from .pipeline import Construction
 from .precision import model_float64_premise
@@ -377,10 +377,12 @@ def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int =
     num = None
     if numeric:
         say("numeric confirmation")
-        fams = model_families(c, an.report, n_max, **(numeric_opts or {}))
+        plan = model_plan(numeric_opts)
+        fams = model_families(c, an.report, n_max, **plan)
         guarded = {o.name for o in an.report.outputs.values() if o.margin is not None and c.params.epsilon < o.margin}
         num = observe_model(c, fams, float(inv_tau), head_bounds={h: v["error"] for h, v in an.bound.heads.items()},
                             guarded=guarded)
+        num["plan"] = plan
     t_num = time.perf_counter()
     cert = assemble(c, an, inv_tau=inv_tau, n_lo=n_lo, n_max=n_max, timeout_s=timeout_s, proofs=proofs, found=found,
                     numeric=num, say=say)
@@ -480,7 +482,8 @@ def check_measured(cert: dict, ctx: tuple[Construction, ModelAnalysis], rep: Ver
     c, an = ctx
     certificate.check_measured(cert, c, rep)
     check_numeric(cert.get("numeric"), c, {h: v["error"] for h, v in an.bound.heads.items()},
-                  parse_frac(cert["construction"]["inv_tau"], "construction.inv_tau"), rep)
+                  parse_frac(cert["construction"]["inv_tau"], "construction.inv_tau"), rep, report=an.report,
+                  n_max=cert["range"]["n_max"])
     if an.report.exhaustive:
         rep.checked.append(f"premises re-established by exhaustive enumeration ({an.report.words} words)")
     else:

@@ -51,9 +51,13 @@ class SearchResult:
     message: str = ""
 
 
+#: most rounds of one τ search (:func:`find_inv_tau`; the schedule search takes fewer)
+SEARCH_TRIES = 6
+
+
 def find_inv_tau(make_claim: Callable[[Fraction], Claim], leak_at: Callable[[int | None], sp.Expr], *,
                  n_bind: int | None, tolerance: Fraction, beta: Fraction, digits: int = 12, margin: float = 1e-9,
-                 tries: int = 6, timeout_s: float = 20.0,
+                 tries: int = SEARCH_TRIES, timeout_s: float = 20.0,
                  check: Callable[..., ClaimResult] = check_claim) -> SearchResult:
     """Smallest certifiable ``1/τ`` for one claim.
 

@@ -290,11 +290,31 @@ def _att(mask: str, i: int, j: int) -> bool:
     return {"none": True, "past": j <= i, "strict_past": j < i, "future": j >= i, "strict_future": j > i}[mask]
 
 
-def confirm_all_words(an: Analysis, inv_taus: list[float] | None = None, mp_words: int = 16) -> dict:
+#: the fixed description of the all-words runs (verify compares it)
+ALL_WORDS_NOTE = ("observed = max over words and positions of |soft - hard| on the output coordinates; float64 "
+                  "cannot resolve errors below ~1e-15 (THEORY §7): those rows say resolved_in_float64 = false and the "
+                  "attaining words are re-run with 50 digits (high_precision)")
+#: how many words the 50-digit re-run takes at most (:func:`confirm_all_words`)
+MP_WORDS = 16
+
+
+def _mp_candidates(alphabet, L: int, worst: set[tuple]) -> list[tuple]:
+    """The words re-run with 50 digits at the longest length ``L``: the float64 worst words
+    ``worst`` and every ``s t…t`` and ``s…s t`` (s ≠ t), sorted, at most :data:`MP_WORDS`."""
+    cands = set(worst)
+    for s_ in alphabet:
+        for t_ in alphabet:
+            if s_ != t_:
+                cands.add((s_,) + (t_,) * (L - 1))
+                cands.add((s_,) * (L - 1) + (t_,))
+    return sorted(cands)[:MP_WORDS]
+
+
+def confirm_all_words(an: Analysis, inv_taus: list[float] | None = None) -> dict:
     """Every word up to max_seq_len run hard (exact) and soft (float64) at the compiled temperature
     (and at ``inv_taus``): per length the largest observed output error against the bound there,
     their ratio, the word attaining it.  At the longest length, the float64 worst words and the
-    words ``s t…t`` and ``s…s t`` (at most ``mp_words``) are re-run with the soft pass in 50-digit
+    words ``s t…t`` and ``s…s t`` (at most :data:`MP_WORDS`) are re-run with the soft pass in 50-digit
     arithmetic (:func:`mp_error`): errors below float64 resolution are measured there."""
     hm = an.hm
     tr = _float_model(an)
@@ -334,15 +354,8 @@ def confirm_all_words(an: Analysis, inv_taus: list[float] | None = None, mp_word
                              "ratio": (obs / bd) if bd > 0 and resolved else None,
                              "resolved_in_float64": resolved, "word": " ".join(w), "row": row})
     hp = []
-    alph = hm.alphabet
     L = an.n_table
-    cands = {tuple(r["word"].split()) for lam in lams for r in per[lam] if r["n"] == L}
-    for s_ in alph:
-        for t_ in alph:
-            if s_ != t_:
-                cands.add((s_,) + (t_,) * (L - 1))
-                cands.add((s_,) * (L - 1) + (t_,))
-    cands = sorted(cands)[:mp_words]
+    cands = _mp_candidates(hm.alphabet, L, {tuple(r["word"].split()) for lam in lams for r in per[lam] if r["n"] == L})
     for lam in lams:
         best = None
         for w in cands:
@@ -357,9 +370,7 @@ def confirm_all_words(an: Analysis, inv_taus: list[float] | None = None, mp_word
             "per_inv_tau": [{"inv_tau": lam, "compiled": lam == lam_c, "rows": per[lam]} for lam in lams],
             "high_precision": hp, "violations": violations, "mismatched_outputs": mismatched,
             "ok": violations == 0 and mismatched == 0 and all(h["ratio"] is None or h["ratio"] <= 1 + 1e-9 for h in hp),
-            "note": ("observed = max over words and positions of |soft - hard| on the output coordinates; float64 "
-                     "cannot resolve errors below ~1e-15 (THEORY §7): those rows say resolved_in_float64 = false and the "
-                     "attaining words are re-run with 50 digits (high_precision)")}
+            "note": ALL_WORDS_NOTE}
 
 
 # --------------------------------------------------------------------------------------------
@@ -409,11 +420,14 @@ def _bound_at(an: Analysis, n, inv_tau) -> mpmath.mpf:
 def check_all_words(rep: VerifyReport, aw: dict, an: Analysis) -> None:
     """Consistency of the stored all-words runs (not re-run): the families and lengths, the
     compiled temperature, each row's bound re-evaluated at its (n, 1/τ), its ratio equal to
-    observed/bound, the violation count equal to the rows whose observation exceeds the bound
-    beyond the allowance used by :func:`confirm_all_words`, the 50-digit rows' bounds and ratios,
-    and ``ok``."""
+    observed/bound, its word one of that length over the alphabet and its row a position in it,
+    the violation count equal to the rows whose observation exceeds the bound beyond the
+    allowance used by :func:`confirm_all_words`, the 50-digit rows' bounds and ratios,
+    their words (:func:`_mp_candidates` of the stored rows: the count and the attaining word among
+    them), the fixed note, and ``ok``."""
     o = an.hm.outputs[0]
     N, k = an.n_table, len(an.hm.alphabet)
+    alph = set(an.hm.alphabet)
     if aw["families"] != {"exhaustive": sum(k**L for L in range(1, N + 1))}:
         rep.add("numeric.all_words.families", f"is {aw['families']!r}, not every word of length <= {N}")
     viol = 0
@@ -434,12 +448,21 @@ def check_all_words(rep: VerifyReport, aw: dict, an: Analysis) -> None:
                 rep.add(f"{where}.ratio", f"stored {r['ratio']!r} but observed/bound gives {want!r}")
             if r["resolved_in_float64"] != (r["observed"] > 1e-14):
                 rep.add(f"{where}.resolved_in_float64", "does not match the observed value")
+            w = r["word"].split(" ")
+            if len(w) != r["n"] or not set(w) <= alph:
+                rep.add(f"{where}.word", f"is not a word of length {r['n']} over the alphabet")
+            elif not 1 <= r["row"] <= r["n"]:
+                rep.add(f"{where}.row", f"{r['row']!r} is not a position of a word of length {r['n']}")
             viol += r["observed"] > r["bound"] + ALL_WORDS_ALLOWANCE
     if viol != aw.get("violations"):
         rep.add("numeric.all_words.violations", f"stored {aw.get('violations')!r} but the stored rows show {viol}")
     if o.type != "categorical" and aw["mismatched_outputs"] != 0:
         rep.add("numeric.all_words.mismatched_outputs", "counted only for a categorical output")
+    if aw["note"] != ALL_WORDS_NOTE:
+        rep.add("numeric.all_words.note", "is not the fixed description")
     hp = aw.get("high_precision") or []
+    cands = _mp_candidates(an.hm.alphabet, N, {tuple(r["word"].split(" ")) for p in per for r in p.get("rows") or []
+                                               if r["n"] == N})
     if [h["inv_tau"] for h in hp] != [p["inv_tau"] for p in per]:
         rep.add("numeric.all_words.high_precision", "not one 50-digit run per temperature of the all-words runs")
     for j, h in enumerate(hp):
@@ -448,6 +471,10 @@ def check_all_words(rep: VerifyReport, aw: dict, an: Analysis) -> None:
         if h["n"] != N or h["bound"] != mpmath.nstr(bd, 15):
             rep.add(f"{where}.bound", f"stored {h['bound']!r} at n = {h['n']}, but the bound at n = {N} is "
                                       f"{mpmath.nstr(bd, 15)}")
+        if h["words_tried"] != len(cands) or tuple(h["word"].split(" ")) not in cands:
+            rep.add(f"{where}.words_tried" if h["words_tried"] != len(cands) else f"{where}.word",
+                    f"the 50-digit run takes the {len(cands)} words of the rows and the pairs s t…t, s…s t, "
+                    f"and its word is one of them (stored {h['words_tried']!r}, {h['word']!r})")
         want = float(mpmath.mpf(h["observed_mp50"]) / bd) if bd > 0 else None
         if (want is None) != (h["ratio"] is None) or (want is not None and abs(want - h["ratio"]) > 1e-9 * max(1.0, want)):
             rep.add(f"{where}.ratio", f"stored {h['ratio']!r} but observed_mp50/bound gives {want!r}")

@@ -101,3 +101,23 @@ def undetected(cert: dict, kind: str, verify, *, deletions: bool = True, inputs:
                    or where.startswith(f + "[") or f in ("<root>", "schema") for f in named):
             bad.append(f"{where} {what}: rejected but located at {named[:3]}")
     return bad
+
+
+def section_edits(cert: dict, section: str):
+    """Yield ``(path text, "changed" | "deleted", edited certificate)`` for every edit *inside* one
+    top-level ``section`` — measured fields included (what :func:`edits` skips): each leaf changed,
+    each key/item deleted, the hashes recomputed."""
+    for path, v in _nodes(cert[section], (section,)):
+        if len(path) == 1:
+            continue
+        for what in ("changed", "deleted"):
+            if what == "changed" and isinstance(v, (dict, list)) and v:
+                continue
+            c2 = json.loads(json.dumps(cert))
+            parent = _get_parent(c2, path)
+            if what == "deleted":
+                del parent[path[-1]]
+            else:
+                parent[path[-1]] = _edited(v)
+            c2["hashes"] = compute_hashes(c2)
+            yield fmt_path(path), what, c2

@@ -77,6 +77,7 @@ def build_parsers() -> tuple[Parser, dict[str, Parser]]:
     for name, (module, _) in COMMANDS.items():
         p = sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION)
         module.add_arguments(p)
+        p.intermixed = not any(isinstance(a, argparse._SubParsersAction) for a in p._actions)
         parsers[name] = p
     return ap, parsers
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ...constructions.parameters import check_output_path
+from ...constructions.parameters import DEFAULT_MAX_POSITIONS, check_output_path
 from .batching import add_batch_options
-from .options import add_formula_options, add_gap_options, add_timeout_option, length_option, list_of, tau_option
+from .options import (add_formula_options, add_gap_options, add_timeout_option, length_option, list_of, positive_int,
+                      tau_option)
 
 HELP = "prove that a temperature keeps every attention node within its tolerance"
 DESCRIPTION = ("Derive every attention node's error bound, prove with Z3 that it stays <= eta for every length in the "
@@ -43,6 +44,10 @@ def add_arguments(p) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     add_timeout_option(p)
     p.add_argument("--no-numeric", action="store_true", help="skip the numeric confirmation")
+    p.add_argument("--max-positions", type=positive_int("--max-positions"), default=DEFAULT_MAX_POSITIONS,
+                   help="a formula's numeric confirmation: refuse one over more word positions than this, estimated "
+                        "before it runs (the dense attention path's work at a temperature too warm for the bounds "
+                        f"included; default {DEFAULT_MAX_POSITIONS:.0e}, about a minute or two of CPU)")
     p.add_argument("--range-only", action="store_true",
                    help="regime U: prove only n in [n-min, n-max] instead of all n >= n-min")
     # model files (docs/models.md)

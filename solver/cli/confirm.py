@@ -3,12 +3,11 @@ inputs.  The parser only (light); the work: :mod:`softhard.solver.cli.handlers.c
 
 from __future__ import annotations
 
+from ...constructions.parameters import DEFAULT_MAX_POSITIONS
 from .options import add_formula_options, int_option, nonneg_int, positive_int, tau_option
 
 #: most random words (their lengths are drawn up front, 8 bytes each)
 MAX_RANDOM_WORDS = 10**6
-#: default budget of ``--max-positions`` (exhaustive + random + adversarial positions)
-DEFAULT_MAX_POSITIONS = 10**8
 
 HELP = "numeric confirmation of the node bounds on many inputs"
 DESCRIPTION = ("Run the soft transformer on (a) every word up to --exhaustive-len, (b) --random random words up to "
@@ -26,7 +25,8 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=nonneg_int("--seed"), default=0, help="random seed (>= 0)")
     p.add_argument("--max-positions", type=positive_int("--max-positions"), default=DEFAULT_MAX_POSITIONS,
                    help="refuse a run over more word positions than this, estimated before it starts (exhaustive + "
-                        f"random + adversarial words, BOS included; default {DEFAULT_MAX_POSITIONS:.0e}, about a "
-                        "minute or two of CPU for a 10-node construction)")
+                        "random + adversarial words, BOS included, and the dense attention path's work at lengths "
+                        "where the temperature is too warm for the bounds, in the same unit; default "
+                        f"{DEFAULT_MAX_POSITIONS:.0e}, about a minute or two of CPU for a 10-node construction)")
     p.add_argument("--tau", type=tau_option, default=None,
                    help="fixed temperature for every length (default: the tight 1/tau(n) at each length)")

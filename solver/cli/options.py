@@ -47,6 +47,23 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args, usage_errors: UsageErrors | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.usage_errors = usage_errors if usage_errors is not None else UsageErrors()
+        #: options may stand anywhere among the positional arguments (``run FORMULA --tau T WORD``):
+        #: set by :func:`softhard.solver.cli.build_parsers` on every command parser without
+        #: sub-commands (argparse's intermixed parsing refuses those)
+        self.intermixed = False
+        self._intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        """argparse's, or its intermixed form (:meth:`parse_known_intermixed_args`: all options
+        first, then the positionals from what is left) when :attr:`intermixed` is set — the root
+        parser hands a command's arguments to this method of the command's parser."""
+        if not self.intermixed or self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True  # the intermixed parse calls this method again, twice
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
     def error(self, message):
         message = one_line(message)

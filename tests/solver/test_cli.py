@@ -336,3 +336,40 @@ def test_an_internal_error_is_one_line_and_exit_3(monkeypatch, capsys):
     assert json.loads(capsys.readouterr().out)["exit"] == 3
     with pytest.raises(RuntimeError, match="simulated bug"):
         main(["--debug", "bound", "Y a"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "Y a", "--tau", "1/100", "--alphabet", "ab", "ab"],
+    ["run", "--tau", "1/100", "Y a", "--alphabet", "ab", "ab"],
+    ["run", "Y a", "--alphabet", "ab", "ab", "--tau", "1/100"],
+])
+def test_options_may_stand_between_positional_arguments(capsys, argv):
+    """Found by a new-user trial: ``softhard run FORMULA --tau T WORD`` was refused
+    ("unrecognized arguments: WORD").  Every command parser without sub-commands parses options
+    anywhere (argparse's intermixed parsing); the result is the options-last command's."""
+    rc, r = run_json(capsys, *argv)
+    rc0, r0 = run_json(capsys, "run", "Y a", "ab", "--alphabet", "ab", "--tau", "1/100")
+    assert rc == rc0 == 0 and r == r0
+    assert r["word"] == ["a", "b"] and r["inv_tau"] == 100 and r["tau_source"] == "--tau"
+    # 'Y a' at the last position of "ab" reads position 1 = 'a': the word is accepted
+    assert r["accepted"] == {"reference": True, "hard": True, "soft": True}
+
+
+def test_every_command_without_subcommands_parses_intermixed():
+    from softhard.solver.cli import build_parsers
+
+    _, parsers = build_parsers()
+    assert {n for n, p in parsers.items() if p.intermixed} == set(parsers) - {"tracr"}
+    assert main(["bound", "Y a", "--json", "--n-max", "10"]) == 0
+    assert main(["certify", "--tau", "1/200", "Y a", "--n-max", "5", "--no-numeric"]) == 0
+
+
+def test_confirm_budget_counts_the_dense_path_at_a_too_warm_tau(capsys):
+    """A new-user trial: at --tau 1/1000 and --n-max 10^4, tomita4's later heads run on the dense
+    O(n²) path (their keys are not Boolean where the bounds exceed eta) for minutes, under the
+    positions budget.  The estimate counts that work now and refuses in one line; a cold --tau
+    over the same words passes the budget."""
+    assert main(["confirm", T4, "--tau", "1/1000", "--n-max", "10000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "dense attention path" in err and "raise --max-positions" in err
+    assert main(["confirm", T4, "--tau", "1/1000000", "--n-max", "10000", "--random", "5", "--json"]) == 0

@@ -54,6 +54,25 @@ def test_measured_fields_are_the_documented_ones(cert):
     assert not rep.ok and rep.problems[0][0] == f"numeric.nodes.{v}.ratio"
 
 
+@pytest.mark.parametrize("field,value", [("n", 100), ("runs", 0), ("runs", 61), ("method", "bisection"),
+                                         ("ratio_certified_to_empirical", None)])
+def test_edits_of_the_empirical_minimum_are_rejected(cert, field, value):
+    """Rehashed edits of a search row's measured empirical minimum (a new-user trial found edits of
+    measured fields accepted): its length is the binding one (n_max = 10^4, the cap), its run count
+    within the iteration's 1..60, its description the fixed one, its ratio null only with no
+    certified value; and the search's rounds within 1..6."""
+    bad = copy.deepcopy(cert)
+    assert bad["search"]["per_bound"][0]["empirical"]["n"] == 10**4
+    bad["search"]["per_bound"][0]["empirical"][field] = value
+    bad["hashes"] = compute_hashes(bad)
+    where = f"search.per_bound[0].empirical.{field}"
+    assert any(f == where for f, _ in verify_certificate(bad).problems)
+    bad = copy.deepcopy(cert)
+    bad["search"]["per_bound"][0]["rounds"] = 7
+    bad["hashes"] = compute_hashes(bad)
+    assert any(f == "search.per_bound[0].rounds" for f, _ in verify_certificate(bad).problems)
+
+
 def test_duplicate_key_is_rejected(tmp_path, cert, capsys):
     text = json.dumps(cert).replace('"status": "proved"', '"status": "refuted", "status": "proved"', 1)
     p = tmp_path / "dup.json"

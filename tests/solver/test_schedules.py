@@ -269,3 +269,23 @@ def test_run_and_confirm_take_a_schedule(capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and ("--schedule" in err or "--tau" in err), argv
+
+
+@pytest.mark.parametrize("argv", [["P a", "--alphabet", "ab", "--schedule", "log"],
+                                  [str(Path(__file__).resolve().parents[2] / "examples" / "majority.ltl"),
+                                   "--schedule", "lin"]])
+def test_schedule_search_rows_are_in_units_of_s(argv, capsys):
+    """A new-user trial: a schedule certificate's search rows printed the closed form and the gap
+    lemma as 1/τ(n_max)/g(n_max) (for 'P a' under log: closed form 1.38 below the tight S = 2).
+    Each is now the constant S it needs for every n (its supremum over n, like the tight S), so a
+    sufficient condition reads at or above the tight S, and the table says it is in units of S."""
+    assert main(["certify", *argv, "--find-tau", "--n-max", "100", "--no-numeric", "--json"]) == 0
+    cert = json.loads(capsys.readouterr().out)
+    for p in cert["search"]["per_bound"]:
+        tight = p["inv_tau_tight_numeric"]
+        assert float(Fraction(p["inv_tau_certified"])) >= tight
+        for ref in ("inv_tau_closed_form", "inv_tau_generic_gap_lemma"):
+            assert p[ref] is None or p[ref] >= tight * (1 - 1e-12), (ref, p[ref], tight)
+    assert main(["certify", *argv, "--find-tau", "--n-max", "100", "--no-numeric"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # (the console wraps at its width)
+    assert "constant S = (1/tau(n))/g(n) each needs for every n" in out and "S certified" in out

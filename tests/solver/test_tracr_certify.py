@@ -267,6 +267,30 @@ def test_answer_edits_rejected(certs, name, path, value):
     assert not r.ok and any(f == where or f.startswith(where + "[") for f, _ in r.problems), r.problems
 
 
+@pytest.mark.parametrize("path,value", [
+    (("numeric", "all_words", "per_inv_tau", 0, "rows", 2, "word"), "a"),
+    (("numeric", "all_words", "per_inv_tau", 0, "rows", 2, "row"), 4),
+    (("numeric", "all_words", "high_precision", 0, "words_tried"), 3),
+    (("numeric", "all_words", "high_precision", 0, "word"), "x y"),
+    (("numeric", "all_words", "note"), "proves"),
+])
+def test_measured_all_words_edits_rejected(certs, path, value):
+    """Found by a new-user trial (rehashed edits of measured fields were accepted): an all-words
+    row's attaining word must have its length over the alphabet and its row be a position in it
+    (row 2 is length 3); the 50-digit run's word count and word follow from the stored rows and the
+    fixed pairs s t…t, s…s t; the note is the fixed text."""
+    def edit(t):
+        obj = t
+        for k in path[:-1]:
+            obj = obj[k]
+        assert obj[path[-1]] != value
+        obj[path[-1]] = value
+    where = ".".join(f"[{p}]" if isinstance(p, int) else p for p in path).replace(".[", "[")
+    assert certs["hist"]["numeric"]["all_words"]["per_inv_tau"][0]["rows"][2]["n"] == 3
+    r = _tampered(certs["hist"], edit)
+    assert not r.ok and any(f == where for f, _ in r.problems), r.problems
+
+
 def test_every_edit_detected(certs):
     """Every leaf edited and every key/item deleted (outside the measured fields and the
     provenance annotations), the hashes recomputed: verify rejects each, and names the edited

@@ -69,14 +69,18 @@ def print_formula_certificate(cert: dict, path=None) -> None:
                       f"{f'{tight:.6g}' if tight is not None else '-'}, the {ch['alternative']}-hard construction "
                       f"would need {f'{alt:.6g}' if alt is not None else '-'} at n = {ch.get('binding_n')}")
     if cert["search"]:
-        con.print("[bold]parameter search[/bold] (1/parameter needed at n_max):")
+        con.print("[bold]parameter search[/bold] " + (
+            "(the schedule's constant S = (1/tau(n))/g(n) each needs for every n: its supremum over n):"
+            if sched.get("kind") in ("lin", "log") else "(1/parameter needed at n_max):"))
         if cert["search"].get("message"):
             con.print(f"  {cert['search']['message']}")
         for p in cert["search"]["per_bound"]:
             shared = [x["node"] for x in cert["nodes"] if x["node"] != p["node"] and
                       any(set(cl["nodes"]) >= {p["node"], x["node"]} for cl in cert["claims"])]
             con.print(f"  {p['node']}" + (f" (same bound as {', '.join(shared)})" if shared else "") + ":")
-            con.print(f"    1/{p.get('parameter', 'tau')} certified "
+            unit = ("S" if sched.get("kind") in ("lin", "log") and p.get("parameter") == "tau"
+                    else f"1/{p.get('parameter', 'tau')}")
+            con.print(f"    {unit} certified "
                       f"{float(Fraction(p['inv_tau_certified'])):.10g}"
                       f"  tight numeric {p['inv_tau_tight_numeric']:.10g}"
                       f"  closed form {fmt(p['inv_tau_closed_form']) if p['inv_tau_closed_form'] else '-'}"

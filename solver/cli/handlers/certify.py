@@ -100,7 +100,7 @@ def certify_formula(args) -> dict:
     with progress("certifying") as say:
         return certify(c, n_max=args.n_max, n_lo=args.n_min, tau=args.tau, find_tau=args.find_tau,
                        all_n=False if args.range_only else None, timeout_s=args.timeout, numeric=not args.no_numeric,
-                       progress=say, tune=tune)
+                       progress=say, tune=tune, max_positions=args.max_positions)
 
 
 #: source kind -> (its certify: args -> certificate, or the ``"module:function"`` of one, imported only

@@ -5,13 +5,15 @@ error against its bound (tightness = observed/bound).  Never a proof (THEORY §7
 from __future__ import annotations
 
 import json
+from typing import Callable
 
+import numpy as np
 from rich.table import Table
 
 from ....bounds.confirm import confirm
 from ....constructions.counting import adversarial_layernorm_words
-from ....constructions.errors import ParameterError
 from ....constructions.simulate import RandomWords, adversarial_words, all_words, periodic_words
+from ...formula_numeric import check_work, work_estimate
 from ..options import EXIT_FAIL, EXIT_OK
 from .console import fmt, numeric_verdict, progress, stdout_console
 from .formula import formula_construction, schedule_inv_tau
@@ -40,7 +42,7 @@ def handle(args) -> int:
         exh.extend(all_words(alph, k))
     adv_ns = sorted({k for k in (10, 100, args.n_max) if k <= args.n_max})
     rnd = RandomWords(alph, args.random, args.n_max, seed=args.seed)  # generated lazily: memory O(chunk)
-    check_budget(c, exh, rnd, adv_ns, args.max_positions)
+    check_budget(c, exh, rnd, adv_ns, args.max_positions, inv_tau)
     adv = []
     for k in adv_ns:
         adv.extend(dict.fromkeys(adversarial_words(m, k, inv_tau(k)).values()))
@@ -92,16 +94,25 @@ def handle(args) -> int:
     return EXIT_OK if conf.ok else EXIT_FAIL
 
 
-def check_budget(c, exh: list, rnd: RandomWords, adv_ns: list[int], max_positions: int) -> None:
-    """Refuse (:class:`ParameterError` naming ``--max-positions``) a confirmation over more word
-    positions than ``max_positions``, estimated before any run: every exhaustive and random word
-    (exactly: the random lengths are drawn first), and per adversarial length the periodic
-    candidates searched plus one word per head."""
+def check_budget(c, exh: list, rnd: RandomWords, adv_ns: list[int], max_positions: int,
+                 inv_tau: Callable[[int], float]) -> None:
+    """Refuse (:class:`ParameterError` naming ``--max-positions``, one line with the estimate) a
+    confirmation over more word positions than ``max_positions``, estimated before any run: every
+    exhaustive and random word (exactly: the random lengths are drawn first), per adversarial
+    length the periodic candidates searched plus two words per head, and the dense attention
+    path's work at lengths where ``inv_tau`` is too warm for the bounds
+    (:func:`~softhard.solver.formula_numeric.work_estimate`)."""
     heads = sum(len(b.heads) for b in c.model.blocks)
     cands = len(periodic_words(c.spec.alphabet, 3))
+    by_len: dict[int, int] = {}
+    for w in exh:
+        by_len[len(w)] = by_len.get(len(w), 0) + 1
+    lens, counts = np.unique(rnd.lens, return_counts=True)
+    for n, k in zip(lens.tolist(), counts.tolist()):
+        by_len[n] = by_len.get(n, 0) + k
+    for n in adv_ns:
+        by_len[n] = by_len.get(n, 0) + cands + 2 * max(heads, 1)
     adv = sum((cands + 2 * max(heads, 1)) * (k + 1) for k in adv_ns)
-    total = sum(len(w) + 1 for w in exh) + rnd.positions + adv
-    if total > max_positions:
-        raise ParameterError(f"this confirmation would run about {total:.3g} word positions (random words "
-                             f"{rnd.positions:.3g}, adversarial {adv:.3g}), more than --max-positions "
-                             f"{max_positions:.3g}; lower --n-max or --random, or raise --max-positions")
+    pos, dense = work_estimate(c, by_len, inv_tau)
+    check_work(pos, dense, max_positions, "lower --n-max or --random, choose a colder --tau",
+               parts=f"random words {rnd.positions:.3g}, adversarial {adv:.3g}")
