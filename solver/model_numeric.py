@@ -159,11 +159,11 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
                     bd = float(evaluate(hb, n_value=L, inv_tau=it_frac))
                     cur = per_head.setdefault(name, {"worst_ratio": 0.0, "observed": 0.0, "bound": bd, "n": L,
                                                      "allowance_abs": allow, "violations": 0})
-                    r = ob / bd if bd > 0 else (0.0 if ob == 0 else float("inf"))
+                    r = _order(_ratio(ob, bd))
                     if ob > bd + allow:
                         cur["violations"] += 1
-                    if r >= cur["worst_ratio"]:
-                        cur.update(worst_ratio=r, observed=ob, bound=bd, n=L, allowance_abs=allow)
+                    if r >= _order(cur["worst_ratio"]):
+                        cur.update(worst_ratio=_ratio(ob, bd), observed=ob, bound=bd, n=L, allowance_abs=allow)
                 for o in hm.outputs:
                     node = f"out:{o.name}"
                     cols = [labels.index(hm.labels[k]) for k in o.coords]
@@ -195,8 +195,8 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
         if not rows:
             continue
         def ratio(r):
-            return r["observed"] / r["bound"] if r["bound"] > 0 else (0.0 if r["observed"] == 0 else float("inf"))
-        w = max(rows, key=ratio)
+            return _ratio(r["observed"], r["bound"])
+        w = max(rows, key=lambda r: _order(ratio(r)))
         viol = sum(r["observed"] > r["bound"] + r["allowance_abs"] for r in rows)
         nodes[node] = {
             "inputs": sum(r["inputs"] for r in rows), "worst_observed": w["observed"], "bound_there": w["bound"],
@@ -204,7 +204,7 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
             "word": w["word"] if len(w["word"]) <= 64 else w["word"][:61] + "...", "row": w["row"],
             "allowance_rel": (w["allowance_abs"] / w["bound"]) if w["bound"] > 0 else 0.0,
             "violations": viol,
-            "max_ratio_by_family": {f: max(ratio(r) for r in rows if r["family"] == f)
+            "max_ratio_by_family": {f: max((ratio(r) for r in rows if r["family"] == f), key=_order)
                                     for f in dict.fromkeys(r["family"] for r in rows)},
             "max_observed": max(r["observed"] for r in rows),
         }
@@ -219,8 +219,15 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
 
 
 
-def _ratio(observed: float, bound: float) -> float:
-    return observed / bound if bound > 0 else (0.0 if observed == 0 else float("inf"))
+def _ratio(observed: float, bound: float) -> float | None:
+    """observed/bound; 0.0 for nothing observed under a zero bound; None (strict JSON has no
+    infinity) for an observation above a zero bound — the largest of all ratios (:func:`_order`)."""
+    return observed / bound if bound > 0 else (0.0 if observed == 0 else None)
+
+
+def _order(r: float | None) -> float:
+    """A ratio as a sort key: None (an observation above a zero bound) above every number."""
+    return math.inf if r is None else r
 
 
 def check_numeric(num: dict | None, c: Construction, head_bounds: dict[str, sp.Expr], inv_tau: Fraction,
@@ -289,7 +296,7 @@ def check_numeric(num: dict | None, c: Construction, head_bounds: dict[str, sp.E
         if abs(bd - s["bound"]) > 1e-12 * max(abs(bd), 1e-300):
             rep.add(f"{where}.bound", f"stored {s['bound']!r} but the head's bound at n = {s['n']} is {bd!r}")
         r = _ratio(s["observed"], s["bound"])
-        if abs(r - s["worst_ratio"]) > 1e-9 * max(1.0, abs(r)):
+        if (r is None) != (s["worst_ratio"] is None) or (r is not None and abs(r - s["worst_ratio"]) > 1e-9 * max(1.0, abs(r))):
             rep.add(f"{where}.worst_ratio", f"stored {s['worst_ratio']!r} but observed/bound = {r!r}")
         if s["observed"] > s["bound"] + s["allowance_abs"] and s["violations"] == 0:
             rep.add(f"{where}.violations", "the observation exceeds the bound but no violation is recorded")

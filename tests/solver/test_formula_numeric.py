@@ -14,6 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+import sympy as sp
 
 from softhard.constructions.modelfile import load_model
 from softhard.constructions.parse import load_spec
@@ -23,6 +24,7 @@ from softhard.constructions.errors import ParameterError
 from softhard.solver.formula_numeric import (DENSE_ENTRIES_PER_POSITION, planned, resolve_plan, warm_lengths,
                                             work_estimate)
 from softhard.solver.kinds import verify_certificate
+from softhard.solver.model_numeric import model_families, observe_model
 from softhard.solver.models import build_model_construction, certify_model
 from softhard.solver.pipeline import build
 from tamper import section_edits
@@ -198,3 +200,20 @@ def test_certify_refuses_a_numeric_run_over_the_budget(capsys):
     assert err.count("\n") == 1 and "--max-positions 1e+08" in err and "dense attention path" in err
     with pytest.raises(ParameterError, match=r"max-positions 1e\+03"):
         certify(build(load_spec("Y a", alphabet="ab"), "T"), n_max=50, tau=Fraction(1, 200), max_positions=1000)
+
+
+def test_an_observation_above_a_zero_bound_has_a_null_ratio_and_strict_json():
+    """A head bound of 0 (a wrong bound) under an observed error: the ratio is null (strict JSON has
+    no infinity; before, ``float('inf')`` made the certificate unwritable), it ranks above every
+    number and the head records a violation (found by a review of the model run)."""
+    spec = load_model(ROOT / "examples" / "models" / "ab_subsequence.json")
+    c, an = build_model_construction(spec, n_max=6, epsilon=Fraction(1, 4))
+    fams = model_families(c, an.report, 6)
+    heads = {h: sp.Integer(0) for h in an.bound.heads}
+    num = observe_model(c, fams, 40.0, head_bounds=heads)
+    assert heads and set(num["heads"]) == set(heads)
+    for h, s in num["heads"].items():
+        assert s["observed"] > 0  # at 1/tau = 40 every head leaks weight (a separate bound: > 0)
+        assert s["worst_ratio"] is None and s["violations"] > 0
+    assert num["ok"] is False
+    json.dumps(num, allow_nan=False)
