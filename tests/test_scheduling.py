@@ -1,4 +1,4 @@
-"""The xdist scheduling of tests/conftest.py: the modules with expensive module fixtures are each
+"""The xdist scheduling of tests/xdist_schedule.py (installed by tests/conftest.py): the modules with expensive module fixtures are each
 one unit of work (one worker builds their fixture), every other test is its own unit.  A renamed
 module would silently lose its grouping (as ``--dist loadgroup`` silently did with pytest 9.2):
 every listed module must exist and hold tests."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import ONE_WORKER, ModuleFixtureScheduling
+from xdist_schedule import ONE_WORKER, ModuleFixtureScheduling
 
 ROOT = Path(__file__).resolve().parents[1]
 
