@@ -6,14 +6,24 @@ Under pytest-xdist (``python -m pytest -q -n auto``, the README's and CI's comma
 ``--dist load`` uses :class:`xdist_schedule.ModuleFixtureScheduling`: the modules with expensive
 module fixtures run on one worker each (tests/xdist_schedule.py).  An explicit ``--dist`` other
 than ``load`` is left to xdist.
+
+XLA compiles the Tracr library's models (tests/solver/test_tracr_lib.py: 13 programs, every JAX
+primitive compiled per shape, ~28 ms each) with its cheap optimisation level here: the exports
+(weights, metadata and the compiled model's outputs on every stored example) are bit-identical to
+the default level's on all 13 programs, and the compile takes 56 s instead of 78.5 s of CPU
+(benchmarks/README.md, ISSUE 16 item 4).  Set in the environment, so the xdist workers, the CLI
+subprocesses and the notebook kernels get it too; an ``XLA_FLAGS`` already set is kept.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true")
 
 TESTS = str(Path(__file__).resolve().parent)
 if TESTS not in sys.path:
