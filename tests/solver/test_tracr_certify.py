@@ -248,6 +248,18 @@ def test_verify_round_trip_and_tampering(certs, name, tmp_path):
     assert any(f == "answers" and "hash" in m for f, m in r.problems)
 
 
+def _setter(path: tuple, value):
+    """An edit for :func:`_tampered`: set the field at ``path`` (keys and list indices) to ``value``,
+    which must differ from the stored one."""
+    def edit(t):
+        obj = t
+        for k in path[:-1]:
+            obj = obj[k]
+        assert obj[path[-1]] != value
+        obj[path[-1]] = value
+    return edit
+
+
 @pytest.mark.parametrize("name,path,value", [
     ("hist", ("answers", "recompiled", "decoders", "L0.mlp", "correct_for_max_seq_len_up_to"), 12),
     ("frac_prevs", ("answers", "compiled", "n_range"), [1, 100]),
@@ -256,14 +268,8 @@ def test_verify_round_trip_and_tampering(certs, name, tmp_path):
 ])
 def test_answer_edits_rejected(certs, name, path, value):
     """The issue-12 forgeries of a Tracr certificate's answers (each field re-derived by the replay)."""
-    def edit(t):
-        obj = t
-        for k in path[:-1]:
-            obj = obj[k]
-        assert obj[path[-1]] != value
-        obj[path[-1]] = value
     where = ".".join(path)
-    r = _tampered(certs[name], edit)
+    r = _tampered(certs[name], _setter(path, value))
     assert not r.ok and any(f == where or f.startswith(where + "[") for f, _ in r.problems), r.problems
 
 
@@ -279,15 +285,9 @@ def test_measured_all_words_edits_rejected(certs, path, value):
     row's attaining word must have its length over the alphabet and its row be a position in it
     (row 2 is length 3); the 50-digit run's word count and word follow from the stored rows and the
     fixed pairs s t…t, s…s t; the note is the fixed text."""
-    def edit(t):
-        obj = t
-        for k in path[:-1]:
-            obj = obj[k]
-        assert obj[path[-1]] != value
-        obj[path[-1]] = value
     where = ".".join(f"[{p}]" if isinstance(p, int) else p for p in path).replace(".[", "[")
     assert certs["hist"]["numeric"]["all_words"]["per_inv_tau"][0]["rows"][2]["n"] == 3
-    r = _tampered(certs["hist"], edit)
+    r = _tampered(certs["hist"], _setter(path, value))
     assert not r.ok and any(f == where for f, _ in r.problems), r.problems
 
 
