@@ -142,15 +142,13 @@ _CHECK_SAT = re.compile(r"\(\s*check-sat\s*\)")
 def z3_executable() -> str:
     """Path of the ``z3`` executable installed by the z3-solver distribution (its ``bin/z3``,
     wherever pip put the scripts).  Raises :class:`SolverError` when it is missing."""
-    try:
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
         dist = importlib.metadata.distribution("z3-solver")
         for f in dist.files or ():
             if f.parent.name == "bin" and f.name in ("z3", "z3.exe"):
                 path = str(dist.locate_file(f))
                 if os.access(path, os.X_OK):
                     return path
-    except importlib.metadata.PackageNotFoundError:
-        pass
     raise SolverError("the z3 executable of the z3-solver distribution is missing (pip install z3-solver)")
 
 
