@@ -209,10 +209,11 @@ def check_work(positions: int, dense: float, max_positions: int, advice: str, pa
     ``parts``: the positions' breakdown, as text."""
     total = positions + dense
     if total > max_positions:
+        shown = f"about {total:.3g}" if total < 1e300 else "more than 1e300"  # an integer beyond float64 (--n-max 1e400)
         warm = (f"dense attention path {dense:.3g}: at lengths where the temperature is too warm for the bounds, "
                 "some node's bound > eta and later heads' keys are not Boolean") if dense else ""
         detail = ", ".join(x for x in (parts, warm) if x)
-        raise ParameterError(f"this numeric confirmation would run about {total:.3g} word positions"
+        raise ParameterError(f"this numeric confirmation would run {shown} word positions"
                              + (f" ({detail})" if detail else "")
                              + f", more than --max-positions {max_positions:.3g}; {advice}, or raise --max-positions")
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ...constructions.parameters import DEFAULT_MAX_POSITIONS, check_output_path
 from .batching import add_batch_options
-from .options import (add_formula_options, add_gap_options, add_timeout_option, length_option, list_of, positive_int,
+from .options import (add_formula_options, add_gap_options, add_timeout_option, length_option, list_of, max_positions_option,
+                      positive_int,
                       tau_option)
 
 HELP = "prove that a temperature keeps every attention node within its tolerance"
@@ -44,7 +45,7 @@ def add_arguments(p) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     add_timeout_option(p)
     p.add_argument("--no-numeric", action="store_true", help="skip the numeric confirmation")
-    p.add_argument("--max-positions", type=positive_int("--max-positions"), default=DEFAULT_MAX_POSITIONS,
+    p.add_argument("--max-positions", type=max_positions_option(), default=DEFAULT_MAX_POSITIONS,
                    help="a formula's numeric confirmation: refuse one over more word positions than this, estimated "
                         "before it runs (the dense attention path's work at a temperature too warm for the bounds "
                         f"included; default {DEFAULT_MAX_POSITIONS:.0e}, about a minute or two of CPU)")

@@ -4,7 +4,7 @@ inputs.  The parser only (light); the work: :mod:`softhard.solver.cli.handlers.c
 from __future__ import annotations
 
 from ...constructions.parameters import DEFAULT_MAX_POSITIONS
-from .options import add_formula_options, int_option, nonneg_int, positive_int, tau_option
+from .options import add_formula_options, int_option, max_positions_option, nonneg_int, positive_int, tau_option
 
 #: most random words (their lengths are drawn up front, 8 bytes each)
 MAX_RANDOM_WORDS = 10**6
@@ -23,7 +23,7 @@ def add_arguments(p) -> None:
     p.add_argument("--random", type=int_option("--random", 0, maximum=MAX_RANDOM_WORDS), default=1000,
                    help=f"number of random words (default 1000, at most {MAX_RANDOM_WORDS})")
     p.add_argument("--seed", type=nonneg_int("--seed"), default=0, help="random seed (>= 0)")
-    p.add_argument("--max-positions", type=positive_int("--max-positions"), default=DEFAULT_MAX_POSITIONS,
+    p.add_argument("--max-positions", type=max_positions_option(), default=DEFAULT_MAX_POSITIONS,
                    help="refuse a run over more word positions than this, estimated before it starts (exhaustive + "
                         "random + adversarial words, BOS included, and the dense attention path's work at lengths "
                         "where the temperature is too warm for the bounds, in the same unit; default "

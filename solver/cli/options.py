@@ -100,23 +100,49 @@ def attach_negative_values(takes_value: set[str], argv: list[str]) -> list[str]:
 # argument types
 
 
+def _short(v: int) -> str:
+    """An integer as text, a long one shortened to its leading digits and exponent."""
+    t = str(abs(v))
+    return str(v) if len(t) <= 24 else f"{'-' if v < 0 else ''}{t[0]}.{t[1:3]}e{len(t) - 1}"
+
+
+#: the largest --max-positions (word positions of one numeric run; 10^18 < 2^63: every length
+#: below it is an int64 for NumPy)
+MAX_POSITIONS_LIMIT = 10**18
+
+
+def max_positions_option():
+    """argparse type of ``--max-positions``: an integer in [1, :data:`MAX_POSITIONS_LIMIT`]."""
+    return int_option("--max-positions", 1, maximum=MAX_POSITIONS_LIMIT)
+
+
 def int_option(name: str, minimum: int, why: str = "", maximum: int | None = None):
     """argparse type: an integer ``>= minimum`` (and ``<= maximum`` if given; a one-line usage
-    error otherwise)."""
+    error otherwise), also in exact decimal notation (``1e3`` is 1000, as every grid and length
+    option reads it)."""
     def conv(s: str) -> int:
         try:
             v = int(s)
         except ValueError:  # not an integer, or more digits than Python converts (4300)
+            try:
+                q = to_fraction(s, name)
+            except ParameterError:
+                q = None
+            if q is not None and q.denominator == 1:
+                return bounded(q.numerator)
             shown = repr(s) if len(s) <= 40 else repr(s[:37] + "...")
             digits = s.strip().lstrip("+-")
             if digits.isdigit():
                 raise argparse.ArgumentTypeError(f"{name}: {shown} has too many digits ({len(digits)}; at most "
                                                  "4300 convert)") from None
             raise argparse.ArgumentTypeError(f"{name} must be an integer, got {shown}") from None
+        return bounded(v)
+
+    def bounded(v: int) -> int:
         if v < minimum:
-            raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}{why}, got {v}")
+            raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}{why}, got {_short(v)}")
         if maximum is not None and v > maximum:
-            raise argparse.ArgumentTypeError(f"{name} must be <= {maximum}, got {v}")
+            raise argparse.ArgumentTypeError(f"{name} must be <= {_short(maximum)}, got {_short(v)}")
         return v
     return conv
 

@@ -373,3 +373,32 @@ def test_confirm_budget_counts_the_dense_path_at_a_too_warm_tau(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "dense attention path" in err and "raise --max-positions" in err
     assert main(["confirm", T4, "--tau", "1/1000000", "--n-max", "10000", "--random", "5", "--json"]) == 0
+
+
+@pytest.mark.parametrize("n_max", ["9223372036854775808", "1e30", "1e400"])
+def test_confirm_refuses_a_length_beyond_the_budget_before_drawing_words(capsys, n_max):
+    """A new-user trial: ``confirm --n-max 2^63`` stopped with an internal error (NumPy draws the
+    random lengths as int64) before the budget was estimated.  One adversarial word of length
+    --n-max alone is more than --max-positions (at most 10^18 < 2^63): refused in one line first."""
+    assert main(["confirm", "Y a", "--n-max", n_max]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "one adversarial word of length --n-max" in err and "internal" not in err
+
+
+def test_integer_options_take_exact_decimal_notation(capsys):
+    """A new-user trial: ``--n-max 1e3`` worked in certify (a grid option) but not in bound,
+    confirm or run, and ``--max-positions 1e9`` (the help prints its default as 1e+08) was
+    refused.  Every integer option reads exact decimals now: the same output as the plain
+    integer; a non-integer or an out-of-range value is still refused in one line."""
+    assert main(["bound", "Y a", "--json", "--n-max", "1e3"]) == 0
+    sci = capsys.readouterr().out
+    assert main(["bound", "Y a", "--json", "--n-max", "1000"]) == 0
+    assert capsys.readouterr().out == sci and json.loads(sci)
+    assert main(["confirm", "Y a", "--n-max", "2e1", "--random", "3", "--max-positions", "1e9", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)
+    for argv, msg in ((["--n-max", "1.25e1"], "--n-max must be an integer, got '1.25e1'"),
+                      (["--max-positions", "1e19"], "--max-positions must be <= 1000000000000000000"),
+                      (["--max-positions", "0"], "--max-positions must be >= 1, got 0 (see")):
+        assert main(["confirm", "Y a", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and msg in err, err

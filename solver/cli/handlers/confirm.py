@@ -41,6 +41,9 @@ def handle(args) -> int:
             break
         exh.extend(all_words(alph, k))
     adv_ns = sorted({k for k in (10, 100, args.n_max) if k <= args.n_max})
+    # one adversarial word of length --n-max alone: refused before the random lengths are drawn
+    # (NumPy draws them as int64; --max-positions is at most 10^18 < 2^63)
+    check_work(args.n_max + 1, 0, args.max_positions, "lower --n-max", parts="one adversarial word of length --n-max")
     rnd = RandomWords(alph, args.random, args.n_max, seed=args.seed)  # generated lazily: memory O(chunk)
     check_budget(c, exh, rnd, adv_ns, args.max_positions, inv_tau)
     adv = []
