@@ -12,9 +12,8 @@ from pathlib import Path
 
 from ...constructions.parameters import DEFAULT_MAX_POSITIONS, check_output_path
 from .batching import add_batch_options
-from .options import (add_formula_options, add_gap_options, add_timeout_option, length_option, list_of, max_positions_option,
-                      positive_int,
-                      tau_option)
+from .options import (add_formula_options, add_gap_options, add_timeout_option, length_option, list_of,
+                      max_positions_option, tau_option)
 
 HELP = "prove that a temperature keeps every attention node within its tolerance"
 DESCRIPTION = ("Derive every attention node's error bound, prove with Z3 that it stays <= eta for every length in the "
