@@ -6,7 +6,8 @@ Per certificate (one row of the figure per certificate, so a batch is one row pe
   1/τ with bound(n, τ) ≤ η, :func:`softhard.bounds.derive.required_inv_tau_many`; solid), the
   node's closed form ``inv_tau_star`` (THEORY §4; dashed) and the generic gap lemma's
   ``inv_tau_star_generic`` (dotted), each over a log grid of n in the certified range; the
-  certified 1/τ (squares: at the binding length, and a line over the range it is certified for)
+  certified 1/τ (squares: at the binding length, and a line over the range it is certified for;
+  under a schedule 1/τ(n) = S·g(n), THEORY §9, that line is the curve S·g(n))
   and the empirical minimum measured on the soft transformer (crosses), both read from the
   certificate's ``search`` section;
 * **right — output error against 1/τ**: each node's bound at the binding length against 1/τ, the
@@ -43,7 +44,9 @@ MAX_ROWS = 24
 class NodeCurves:
     """One distinct node bound of a certificate: ``ns`` (lengths), ``tight`` / ``closed`` /
     ``generic`` (1/τ needed at each n; ``closed``/``generic`` None when the bound has no such
-    form), ``certified`` (exact 1/τ and its binding n), ``empirical`` ((n, 1/τ) or None),
+    form), ``certified`` (the certificate's exact 1/τ, under a schedule its constant S) and its
+    binding n, ``certified_curve`` (the certified 1/τ at each n: S·g(n) under a schedule
+    1/τ(n) = S·g(n), THEORY §9; else constant) and ``certified_at`` (at the binding n), ``empirical`` ((n, 1/τ) or None),
     ``inv_taus``/``errors`` (the bound at the binding n against 1/τ) and ``observed`` (the largest
     leak of the numeric run at the certified 1/τ and the n it was seen at, or None)."""
 
@@ -53,6 +56,8 @@ class NodeCurves:
     closed: np.ndarray | None
     generic: np.ndarray | None
     certified: Fraction
+    certified_curve: np.ndarray
+    certified_at: float
     binding_n: int
     empirical: tuple[int, float] | None
     inv_taus: np.ndarray
@@ -62,14 +67,20 @@ class NodeCurves:
 
 @dataclass
 class CertificatePlot:
-    """What one row of the figure shows: the title, the tolerance η, the range and the curves."""
+    """What one row of the figure shows: the title, the tolerance η, the range, the temperature
+    schedule (``const``, ``lin``, ``log``: THEORY §9) and the curves."""
 
     title: str
     eta: float
     n_lo: int
     n_hi: int
     all_n: bool
+    schedule: str = "const"
     nodes: list[NodeCurves] = field(default_factory=list)
+
+
+#: g(n) of each schedule 1/τ(n) = S·g(n), as a legend writes it
+_G = {"lin": "n", "log": "ln(n+1)"}
 
 
 def _curve(expr: sp.Expr | None, ns: np.ndarray, b: float, e: float) -> np.ndarray | None:
@@ -99,7 +110,8 @@ def plot_data(cert: dict, points: int = POINTS) -> CertificatePlot:
     title = cert["construction"]["title"]
     title = title if len(title) <= 48 else title[:45] + "..."
     out = CertificatePlot(title=f"{title} — regime {cert['construction']['regime']}",
-                          eta=e, n_lo=rng["n_min"], n_hi=rng["n_max"], all_n=rng["all_n"])
+                          eta=e, n_lo=rng["n_min"], n_hi=rng["n_max"], all_n=rng["all_n"],
+                          schedule=c.params.schedule_kind)
     numeric = {x["node"]: x.get("numeric") for x in cert["nodes"]}
     for row in cert["search"]["per_bound"]:
         nb = c.bounds.get(row["node"])
@@ -109,7 +121,8 @@ def plot_data(cert: dict, points: int = POINTS) -> CertificatePlot:
         cert_inv = Fraction(row["inv_tau_certified"])
         nb_n = int(row["binding_n"] or rng["n_max"])  # None: the bound does not depend on n
         emp = row.get("empirical")
-        grid = np.geomspace(float(cert_inv) / 8, float(cert_inv) * 4, points)
+        at_binding = c.params.inv_tau_at(nb_n, cert_inv)  # S·g(n) at the binding n under a schedule
+        grid = np.geomspace(at_binding / 8, at_binding * 4, points)
         f = sp.lambdify([n, tau, beta, eta], leak, modules="numpy")
         with np.errstate(all="ignore"):
             errs = np.broadcast_to(np.asarray(f(float(nb_n), 1.0 / grid, b, e), dtype=np.float64), grid.shape).copy()
@@ -118,7 +131,8 @@ def plot_data(cert: dict, points: int = POINTS) -> CertificatePlot:
             node=row["node"], ns=ns, tight=required_inv_tau_many(leak, ns, eta_value=c.params.eta,
                                                                  beta_value=c.params.beta),
             closed=_curve(nb.bound.inv_tau_star, ns, b, e), generic=_curve(nb.bound.inv_tau_star_generic, ns, b, e),
-            certified=cert_inv, binding_n=nb_n,
+            certified=cert_inv, certified_curve=np.array([c.params.inv_tau_at(int(k), cert_inv) for k in ns]),
+            certified_at=at_binding, binding_n=nb_n,
             empirical=(int(emp["n"]), float(emp["inv_tau_empirical"])) if emp else None,
             inv_taus=grid, errors=errs,
             observed=(float(num["largest_leak"]), int(num["largest_leak_at_n"]))
@@ -152,8 +166,12 @@ def draw(plots: list[CertificatePlot], path: str) -> None:
                 left.plot(nc.ns, nc.closed, "--", color=col, alpha=0.7, label="closed form")
             if nc.generic is not None:
                 left.plot(nc.ns, nc.generic, ":", color=col, alpha=0.7, label="generic gap lemma")
-            hi = float(nc.certified)
-            left.hlines(hi, p.n_lo, p.n_hi, colors=col, linestyles="-", alpha=0.25)
+            hi = nc.certified_at
+            if p.schedule == "const":
+                left.hlines(hi, p.n_lo, p.n_hi, colors=col, linestyles="-", alpha=0.25)
+            else:  # the certified 1/tau(n) = S·g(n) over the range
+                left.plot(nc.ns, nc.certified_curve, "-", color=col, lw=3, alpha=0.25,
+                          label=f"certified 1/τ(n) = {float(nc.certified):.4g}·{_G[p.schedule]}")
             left.plot([nc.binding_n], [hi], "s", color=col, ms=7, label="certified (Z3)")
             if nc.empirical:
                 left.plot([nc.empirical[0]], [nc.empirical[1]], "x", color="k", ms=9, mew=2,

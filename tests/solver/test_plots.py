@@ -87,3 +87,21 @@ def test_plot_refuses_in_one_line(certs, tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert "\n" not in err and needle in err, err
+
+
+def test_a_log_schedule_draws_the_certified_curve_s_ln_n_plus_1():
+    """A new-user trial: a ``--schedule log`` certificate drew the certified value as the flat line
+    S, below the rising requirement, as if not certified.  Under 1/tau(n) = S·ln(n+1) (THEORY §9)
+    the certified curve is S·ln(n+1), computed here with math.log1p: at or above the tight
+    requirement at every n, and the error panel is centred on 1/tau at the binding n."""
+    spec = softhard.load_formula("P a", alphabet="ab")
+    c = softhard.build(spec, softhard.Params(regime="T", eta="1/4", schedule="log"))
+    cert = softhard.certify(c, n_max=1000, find_tau=True, numeric=False)
+    p = plot_data(cert)
+    (nc,) = p.nodes
+    s = float(nc.certified)
+    want = np.array([s * math.log1p(k) for k in nc.ns])
+    assert p.schedule == "log" and np.allclose(nc.certified_curve, want, rtol=1e-15)
+    assert np.all(nc.tight <= want * (1 + 1e-9)) and nc.tight[-1] > s  # a flat line at S would be below
+    assert nc.certified_at == pytest.approx(s * math.log1p(nc.binding_n), rel=1e-15)
+    assert nc.inv_taus[0] < nc.certified_at < nc.inv_taus[-1]
