@@ -330,7 +330,24 @@ def _diff(stored, fresh, live, path: tuple, out: list) -> None:
                 _diff(a, b, sub, path + (i,), out)
         return
     if isinstance(stored, (dict, list)) or isinstance(fresh, (dict, list)) or not _same_scalar(stored, fresh):
-        out.append((fmt_path(path) or "<root>", f"is {_short(stored)}, the replay gives {_short(fresh)}"))
+        out.append((fmt_path(path) or "<root>", _differs(stored, fresh)))
+
+
+def _differs(stored, fresh, limit: int = 80) -> str:
+    """``is X, the replay gives Y``; for two long texts (an SMT-LIB2 query) both shown from just
+    before their first different character, so the message shows what differs."""
+    if isinstance(stored, str) and isinstance(fresh, str) and max(len(stored), len(fresh)) > limit - 2:
+        i = next((k for k, (a, b) in enumerate(zip(stored, fresh)) if a != b), min(len(stored), len(fresh)))
+        lo = max(0, i - 20)
+        return (f"differs from character {i}: is {_short_at(stored, lo, limit)}, "
+                f"the replay gives {_short_at(fresh, lo, limit)}")
+    return f"is {_short(stored, limit)}, the replay gives {_short(fresh, limit)}"
+
+
+def _short_at(text: str, start: int, limit: int) -> str:
+    """``text`` from character ``start``, as JSON, cut to about ``limit`` characters ("..." marks a cut)."""
+    s = json.dumps(text[start:start + limit], ensure_ascii=False)
+    return ("..." if start else "") + (s if len(text) - start <= limit else s[:-1] + '..."')
 
 
 def _short(x, limit: int = 80) -> str:

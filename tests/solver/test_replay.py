@@ -239,3 +239,18 @@ def test_cli_default_budget_is_the_library_default():
     from softhard.solver.cli import verify as verify_parser
     from softhard.solver.replay import DEFAULT_BUDGET_S
     assert verify_parser.DEFAULT_BUDGET_S == DEFAULT_BUDGET_S
+
+
+def test_a_long_text_difference_is_shown_where_it_differs():
+    """A new-user trial: an edited query text was reported with both sides cut at the same
+    80-character prefix, so the message did not show what differs.  Now both sides start just
+    before the first different character (its index given)."""
+    q = ("; benchmark generated from python API\n(set-info :status unknown)\n(declare-fun n () Real)\n"
+         "(assert (> n 3))\n(check-sat)\n")
+    (where, msg), = diff({"smtlib": q.replace("(> n 3)", "(> n 4)")}, {"smtlib": q})
+    i = q.index("(> n 3)") + 5
+    assert where == "smtlib" and msg.startswith(f"differs from character {i}:")
+    assert "(> n 4)" in msg and "(> n 3)" in msg
+    (_, msg), = diff({"smtlib": q + "; edited"}, {"smtlib": q})
+    assert f"differs from character {len(q)}:" in msg and "; edited" in msg
+    assert diff({"x": "ab"}, {"x": "ac"}) == [("x", 'is "ab", the replay gives "ac"')]
