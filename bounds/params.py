@@ -33,7 +33,7 @@ import sympy as sp
 
 from ..constructions.errors import ParameterError
 from ..constructions.parameters import (DEFAULT_BETA, DEFAULT_ETA, check_beta, check_comparator, check_construction,
-                                        check_eps_ln, check_eta, check_regime, check_schedule,
+                                        check_eps_ln, check_eta, check_regime, check_schedule, parse_schedule,
                                         to_fraction)
 from .cache import subs as cached_subs
 from .core import beta as beta_sym
@@ -96,9 +96,11 @@ class Params:
         if self.construction is not None:
             check_construction(self.construction)
         if self.schedule is not None:
-            check_schedule(self.schedule)
-            if self.schedule == "const":
-                set_(self, "schedule", None)  # one spelling of the constant schedule
+            kind, s = parse_schedule(self.schedule)
+            if s is not None:  # the command line's "log:S": S is a temperature, not part of the construction
+                raise ParameterError(f"schedule takes the kind only ({kind!r}); give S to certify(..., inv_tau=S) "
+                                     f"(on the command line: --schedule {self.schedule})")
+            set_(self, "schedule", None if kind == "const" else kind)  # one spelling of the constant schedule
 
     @property
     def schedule_kind(self) -> str:

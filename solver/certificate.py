@@ -32,7 +32,7 @@ from ..bounds.core import tau as tau_sym
 from ..bounds.derive import NodeBound, evaluate, in_tau, required_inv_tau
 from ..bounds.params import Params
 from ..constructions.errors import CertificateError, ParameterError, SearchFailed
-from ..constructions.parameters import DEFAULT_MAX_POSITIONS
+from ..constructions.parameters import DEFAULT_MAX_POSITIONS, to_fraction
 from ..constructions.simulate import leak_rounding_allowance
 from .arbcheck import exceeds
 from .certjson import compute_hashes
@@ -356,20 +356,23 @@ def check_range(n_lo: int, n_max: int, tau: Fraction | None, find_tau: bool) -> 
     """Raise :class:`ParameterError` unless exactly one of ``tau``/``find_tau`` is given, τ > 0 and
     1 ≤ n_lo ≤ n_max."""
     if (tau is None) == (not find_tau):
-        raise ParameterError("give exactly one of --tau T and --find-tau")
+        raise ParameterError("give exactly one of tau (or inv_tau, under a schedule its constant S) and find_tau "
+                             "(--tau T, --schedule KIND:S, --find-tau on the command line)")
     if n_max < 1 or n_lo < 1 or n_lo > n_max:
         raise ParameterError(f"need 1 <= n_min <= n_max, got n_min={n_lo}, n_max={n_max}")
     if tau is not None and tau <= 0:
         raise ParameterError(f"tau must be > 0, got {tau}")
 
 
-def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None = None, find_tau: bool = False,
+def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | str | None = None, find_tau: bool = False,
             all_n: bool | None = None, timeout_s: float = 20.0, numeric: bool = True, numeric_opts: dict | None = None,
             progress: Callable[[str], None] | None = None, tune: tuple[str, ...] = (),
-            max_positions: int | None = DEFAULT_MAX_POSITIONS) -> dict:
+            max_positions: int | None = DEFAULT_MAX_POSITIONS, inv_tau: Fraction | str | None = None) -> dict:
     """Build a certificate for ``c`` on ``n ∈ [n_lo, n_max]`` (or all ``n ≥ n_lo`` in regime U).
 
-    Exactly one of ``tau`` (an exact positive Fraction) and ``find_tau`` must be given.
+    Exactly one of ``tau``, ``inv_tau`` (= 1/τ; under a schedule 1/τ(n) = S·g(n) its constant S,
+    THEORY §9) and ``find_tau`` must be given; ``tau``/``inv_tau`` exact and positive: a Fraction,
+    an int or a string such as ``"1/100"``.
     ``tune``: further parameters the search finds together with τ (``("eps_ln",)``: the largest
     certifiable layer-norm ε; the construction is then rebuilt with it).
     ``all_n`` defaults to True when every bound is uniform in n (regime U/P selections, the ``pe``
@@ -382,6 +385,15 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | None 
     certifiable temperature.
     """
     t_start = time.perf_counter()
+    if tau is not None and inv_tau is not None:
+        raise ParameterError("give tau or inv_tau, not both")
+    if inv_tau is not None:
+        inv_tau = to_fraction(inv_tau, "inv_tau")
+        if inv_tau <= 0:
+            raise ParameterError(f"inv_tau must be > 0, got {inv_tau}")
+        tau = 1 / inv_tau
+    elif tau is not None:
+        tau = to_fraction(tau, "tau")  # "1/100" or a Fraction: exact
     check_range(n_lo, n_max, tau, find_tau)
     if all_n is None:  # (a searched ε_LN > 0 is not exact for every n: Θ(n²)); a schedule: all n (THEORY §9)
         all_n = (c.uniform_in_n or c.params.schedule is not None) and "eps_ln" not in tune

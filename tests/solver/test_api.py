@@ -5,9 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
+import pytest
+
 import softhard
+from softhard.constructions.errors import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,3 +51,34 @@ def test_params_is_validated_once_and_substitutes():
     with pytest.raises(softhard.SofthardError, match="regime"):
         softhard.Params(regime="X")
     assert p.with_(tau="1/3").inv_tau == 3
+
+
+def _claims(cert: dict) -> list:
+    """The claims without their timings: what each states, its status and its queries' texts."""
+    return [(c["condition"], c["status"], [q["smtlib"] for q in c.get("queries", [])]) for c in cert["claims"]]
+
+
+def test_certify_takes_tau_or_inv_tau_as_text():
+    """A new-user trial: ``certify(c, n_max=100, tau="1/100")`` raised TypeError, and a schedule's
+    constant S could only be given as tau = 1/S (``Params(schedule="log:17/8")`` was refused with
+    no hint).  Now tau may be text (exact), ``inv_tau`` takes 1/tau (under a schedule S): the same
+    claims and status as the explicit Fraction; Params names where S goes."""
+    spec = softhard.load_formula("P a", alphabet="ab")
+    c = softhard.build(spec, softhard.Params(regime="T", eta="1/4"))
+    a = softhard.certify(c, n_max=100, tau="1/100", numeric=False)
+    b = softhard.certify(c, n_max=100, tau=Fraction(1, 100), numeric=False)
+    d = softhard.certify(c, n_max=100, inv_tau=100, numeric=False)
+    assert a["status"] == b["status"] == d["status"] and _claims(a) == _claims(b) == _claims(d)
+    assert a["construction"] == b["construction"] == d["construction"]
+    cs = softhard.build(spec, softhard.Params(regime="T", eta="1/4", schedule="log"))
+    got = softhard.certify(cs, n_max=1000, inv_tau="17/8", numeric=False)
+    want = softhard.certify(cs, n_max=1000, tau=Fraction(8, 17), numeric=False)
+    assert got["status"] == want["status"] == "proved"
+    assert _claims(got) == _claims(want) and Fraction(got["construction"]["inv_tau"]) == Fraction(17, 8)
+    with pytest.raises(ParameterError, match=r"certify\(\.\.\., inv_tau=S\)"):
+        softhard.Params(regime="T", schedule="log:17/8")
+    for bad in (dict(tau="a hundredth"), dict(inv_tau="0"), dict(tau="1/100", inv_tau="100")):
+        with pytest.raises(ParameterError):
+            softhard.certify(c, n_max=100, numeric=False, **bad)
+    with pytest.raises(ParameterError, match="give exactly one of tau"):
+        softhard.certify(c, n_max=100, numeric=False)
