@@ -289,3 +289,16 @@ def test_schedule_search_rows_are_in_units_of_s(argv, capsys):
     assert main(["certify", *argv, "--find-tau", "--n-max", "100", "--no-numeric"]) == 0
     out = " ".join(capsys.readouterr().out.split())  # (the console wraps at its width)
     assert "constant S = (1/tau(n))/g(n) each needs for every n" in out and "S certified" in out
+
+
+def test_certify_says_why_a_bound_does_not_survive_the_schedule(capsys, monkeypatch):
+    """A new-user trial: ``certify "Y a" --schedule log:4`` printed only ``refuted n=3``; the why
+    (THEORY §9: Y's competitors sit at gaps k·β/n, a gap shrinking like 1/n needs 1/τ(n) = Θ(n),
+    which ln-scaling does not give) was only in the certificate.  It is printed now; a surviving
+    schedule prints no such line."""
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["certify", "Y a", "--alphabet", "ab", "--schedule", "log:4", "--no-numeric"]) == 1
+    out = capsys.readouterr().out
+    assert "schedule, Y a: does not survive" in out and "1/tau(n) = Theta(n)" in out
+    assert main(["certify", "P a", "--alphabet", "ab", "--schedule", "log", "--find-tau", "--no-numeric"]) == 0
+    assert "schedule, " not in capsys.readouterr().out

@@ -97,6 +97,10 @@ def print_formula_certificate(cert: dict, path=None) -> None:
                                   num.get("mismatched_outputs_unguarded", 0), num.get("premise_failures", 0),
                                   num["ok"]))
     print_float64_premise(con, cert)
+    for nd in cert["nodes"]:  # why a node's bound does not survive the schedule (THEORY §9)
+        sch = nd.get("schedule") or {}
+        if sch.get("reason") and not sch.get("survives_all_n"):
+            con.print(f"schedule, {nd['node']}: {sch['reason']}", markup=False)
     con.print(status_line(cert, path))
 
 
