@@ -192,16 +192,9 @@ def tau_option(s: str) -> Fraction:
 
 
 def length_option(name: str):
-    """argparse type: a length ``>= 1``, also in exact decimal notation (``1e6`` is 1000000)."""
-    check = positive_int(name)
-
-    def conv(s: str) -> int:
-        try:
-            v = to_fraction(s, name)
-        except ParameterError:
-            return check(s)  # its message
-        return check(str(v.numerator)) if v.denominator == 1 else check(s)
-    return conv
+    """argparse type: a length ``>= 1``, also in exact decimal notation (``1e6`` is 1000000; every
+    integer option reads it, :func:`int_option`)."""
+    return positive_int(name)
 
 
 def choice_option(name: str, choices):
