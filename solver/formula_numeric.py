@@ -31,6 +31,10 @@ from .replay import VerifyReport
 #: ``key_pattern_ns`` None: 2, n_max/100 and n_max, capped at 10^5 (:func:`resolve_plan`)
 PLAN_DEFAULTS = {"exhaustive_len": 10, "random_count": 1000, "random_n_max": 500,
                  "adversarial_ns": [10, 100, 1000, 10000], "seed": 0, "key_pattern_ns": None}
+#: a formula's largest |soft − hard| clean output when every node's leak is within η: the clean-up
+#: ``round_η`` maps [0, η] → 0 and [1−η, 1] → 1 exactly (THEORY §3), so only float64 rounding of
+#: its ReLU terms (a few ulps of 1) remains; verify rejects a recorded deviation above this
+CLEANUP_SLACK = 1e-12
 #: the exhaustive family stops before the first length with more words than this
 EXHAUSTIVE_WORDS = 50_000
 #: the fixed descriptions in a certificate's numeric section (verify compares them)
@@ -344,7 +348,8 @@ def check_plan(num: dict, c: Construction, n_max: int, inv_tau: Fraction, rep: V
     one input per pattern and length), ``largest_leak`` ≥ ``worst_observed`` at a planned length;
     ``premise_failures`` the nodes' sum; ``max_output_deviation`` ≥ 1/2 exactly when an output
     mismatch is recorded (the hard output is Boolean and a mismatch is a soft output on the other
-    side of 1/2).  A plan missing from the section (certificates before it was stored) is the
+    side of 1/2), and at most :data:`CLEANUP_SLACK` when every node's largest leak (with its float64
+    allowance) is within η, where the clean-up ``round_η`` is exact (THEORY §3).  A plan missing from the section (certificates before it was stored) is the
     default one."""
     plan = num.get("plan")
     if plan is None:
@@ -408,3 +413,8 @@ def check_plan(num: dict, c: Construction, n_max: int, inv_tau: Fraction, rep: V
         rep.add("numeric.max_output_deviation", f"{dev!r} does not agree with the {mism} output mismatches recorded "
                                                 "(a mismatch is a deviation of at least 1/2, and one above 1/2 is a "
                                                 "mismatch)")
+    elif dev > CLEANUP_SLACK and c.eta is not None and nodes and all(
+            s["largest_leak"] * (1 + s["allowance_rel"]) <= float(c.eta) for s in nodes.values()):
+        rep.add("numeric.max_output_deviation", f"{dev!r}, but every node's largest leak is within eta = {c.eta}, where "
+                                                "the Boolean clean-up is exact (THEORY §3): at most "
+                                                f"{CLEANUP_SLACK} (float64 rounding)")

@@ -217,3 +217,27 @@ def test_an_observation_above_a_zero_bound_has_a_null_ratio_and_strict_json():
         assert s["worst_ratio"] is None and s["violations"] > 0
     assert num["ok"] is False
     json.dumps(num, allow_nan=False)
+
+
+def test_a_deviation_below_one_half_is_rejected_where_the_clean_up_is_exact():
+    """Found by a new-user trial: 0.0 → 0.3 (no mismatch, so ≤ 1/2) was accepted.  Every node's
+    largest leak here is within η = 1/4 (1/τ = 1000 > (n/β)·ln 4 ≈ 277 at n = 50), where round_η
+    is exact (THEORY §3): the clean output cannot move at all."""
+    c = build(load_spec("Y a", alphabet="ab"), "T")
+    fcert = json.loads(json.dumps(certify(c, n_max=50, tau=Fraction(1, 1000))))
+    assert all(s["largest_leak"] * (1 + s["allowance_rel"]) <= 0.25 for s in fcert["numeric"]["nodes"].values())
+    assert fcert["numeric"]["max_output_deviation"] == 0.0
+    for dev in (0.3, 1e-6):
+        assert "numeric.max_output_deviation" in _rejected_at(fcert, ("numeric", "max_output_deviation"), dev)
+
+
+def test_a_real_deviation_below_one_half_is_accepted_where_a_leak_exceeds_eta():
+    """tomita1 in regime T at τ = 1/8 leaks beyond η = 1/4 (Y's gap β/n is too small for that τ), so
+    its clean outputs move without crossing 1/2: verify must accept the measured deviation."""
+    c = build(load_spec(str(ROOT / "examples" / "tomita1.ltl")), "T")
+    cert = json.loads(json.dumps(certify(c, n_max=1000, tau=Fraction(1, 8))))
+    num = cert["numeric"]
+    assert max(s["largest_leak"] for s in num["nodes"].values()) > 0.25
+    assert 0 < num["max_output_deviation"] < 0.5 and num["mismatched_outputs"] == 0
+    rep = verify_certificate(cert)
+    assert "numeric.max_output_deviation" not in [f for f, _ in rep.problems], rep.problems
