@@ -23,6 +23,7 @@ as their consistency checks go.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -215,6 +216,26 @@ DEFAULT_BUDGET_S = 600.0
 _BUDGET_HITS: dict[int, bool] = {}
 
 
+_NODE_COPY = re.compile(r"^nodes\[(\d+)\]\.numeric(\.|$)")
+
+
+def _name_copies(probs: list[tuple[str, str]], body: dict) -> list[tuple[str, str]]:
+    """A node's ``numeric`` is the replay's copy of ``numeric.nodes.<node>`` (a measured field), so a
+    difference there means the two stored copies disagree: say so, naming the measured section,
+    instead of "the replay gives" (which would put the edited value on the replay's side)."""
+    out = []
+    for p, m in probs:
+        hit = _NODE_COPY.match(p)
+        if hit:
+            nodes = body.get("nodes")
+            i = int(hit.group(1))
+            ok = isinstance(nodes, list) and i < len(nodes) and isinstance(nodes[i], dict)
+            name = nodes[i].get("node") if ok else None
+            m = m.replace("the replay gives", f"but numeric.nodes.{name} (the measured result it copies) has")
+        out.append((p, m))
+    return out
+
+
 def _budget_hit(fresh: dict) -> bool:
     """Whether a re-run claim of ``fresh`` stopped at a budget (memoised for the replays kept in
     :data:`_REPLAYS`: every verify of an edited copy of one certificate shares its replay)."""
@@ -264,7 +285,7 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float = 20.0,
             rep.add("source", f"cannot replay the certificate: {e.__class__.__name__}: {e}")
         else:
             body = {k: v for k, v in cert.items() if k != "hashes"}
-            probs = diff(body, fresh, unchecked_fields(kind.name))
+            probs = _name_copies(diff(body, fresh, unchecked_fields(kind.name)), body)
             if probs and _budget_hit(fresh):
                 probs = [(p, m + " (the replay hit a solver budget — a query's time limit, a claim's box or "
                                   "time budget, or verify's total budget — so this could not be re-checked; try "

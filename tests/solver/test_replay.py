@@ -254,3 +254,20 @@ def test_a_long_text_difference_is_shown_where_it_differs():
     (_, msg), = diff({"smtlib": q + "; edited"}, {"smtlib": q})
     assert f"differs from character {len(q)}:" in msg and "; edited" in msg
     assert diff({"x": "ab"}, {"x": "ac"}) == [("x", 'is "ab", the replay gives "ac"')]
+
+
+@pytest.mark.parametrize("edited", ["section", "copy"])
+def test_a_node_numeric_difference_names_the_measured_section(cert, edited):
+    """Found by a new-user trial: an edit of ``numeric.nodes.<v>`` was reported at ``nodes[i].numeric``
+    as "is <the untouched value>, the replay gives <the edited one>" — the sense reversed.  Both
+    stored copies are now named, whichever was edited."""
+    i, node = next((i, n) for i, n in enumerate(cert["nodes"]) if n.get("numeric"))
+    name = node["node"]
+    old = node["numeric"]["inputs"]
+    bad = json.loads(json.dumps(cert))  # as read from a file: the two copies are separate objects
+    (bad["numeric"]["nodes"][name] if edited == "section" else bad["nodes"][i]["numeric"])["inputs"] = old + 1
+    bad["hashes"] = compute_hashes(bad)
+    msgs = dict(verify_certificate(bad).problems)
+    copy_is, section_has = (old, old + 1) if edited == "section" else (old + 1, old)
+    assert msgs[f"nodes[{i}].numeric.inputs"] == (f"is {copy_is}, but numeric.nodes.{name} (the measured result it "
+                                                  f"copies) has {section_has}")
