@@ -302,3 +302,21 @@ def test_certify_says_why_a_bound_does_not_survive_the_schedule(capsys, monkeypa
     assert "schedule, Y a: does not survive" in out and "1/tau(n) = Theta(n)" in out
     assert main(["certify", "P a", "--alphabet", "ab", "--schedule", "log", "--find-tau", "--no-numeric"]) == 0
     assert "schedule, " not in capsys.readouterr().out
+
+
+def test_tables_under_a_schedule_show_1_over_tau_of_n(tmp_path, capsys, monkeypatch):
+    """New-user trial: under a schedule the certify table's caption said "at n_max and the chosen
+    tau" and the batch summary's 1/tau column showed the constant S.  Now: the bound at n = n_max and
+    the schedule's 1/tau(n_max) — for Y in regime T under lin:8 that is r = e^{−β·S} = e^{−2}
+    (THEORY §4, §9: the gap β/n times 1/τ(n) = 8n) — and the column shows 1/tau(n) = 8*n."""
+    monkeypatch.setenv("COLUMNS", "250")  # whole cells, whatever terminal the tests run in
+    assert main(["certify", str(EXAMPLES / "tomita4.ltl"), "--regime", "T", "--schedule", "lin:8", "--n-max", "100",
+                 "--no-numeric", "-o", str(tmp_path / "one.json")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "error bound at n = 100 and the schedule's 1/tau(100)" in out
+    assert f"│ {mpmath.nstr(mpmath.exp(-2), 8)} │" in out and "average-selection T" in out
+    batch = tmp_path / "batch"
+    assert main(["certify", str(EXAMPLES / "tomita4.ltl"), str(EXAMPLES / "aba.ltl"), "--regime", "T", "--schedule",
+                 "lin:8", "--n-max", "100", "--no-numeric", "-o", str(batch)]) == 0
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if ".ltl" in ln]
+    assert len(rows) == 2 and all("│ 8*n " in r for r in rows), rows

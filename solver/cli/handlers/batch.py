@@ -109,7 +109,11 @@ def _params_text(grid: dict) -> str:
 def _certified(cert: dict | None) -> str:
     if not cert:
         return "-"
-    v = cert.get("construction", {}).get("inv_tau_decimal")
+    cons = cert.get("construction", {})
+    sched = cons.get("schedule") or {}
+    if sched.get("kind") in ("lin", "log"):  # construction.inv_tau is then the schedule's constant S
+        return str(sched.get("inv_tau_of_n"))
+    v = cons.get("inv_tau_decimal")
     return "-" if v is None else fmt(v, 8)
 
 
@@ -190,7 +194,8 @@ def _certify_row(j: Job, r: dict, path: Path | None) -> dict:
 
 def _print_certify_table(rows: list[dict]) -> None:
     t = Table(show_header=True, header_style="bold", title="certify: one row per job",
-              caption="1/tau: the certified inverse temperature (construction.inv_tau); exit: the job's status "
+              caption="1/tau: the certified inverse temperature (construction.inv_tau), or under a schedule "
+                      "1/tau(n) (construction.schedule.inv_tau_of_n); exit: the job's status "
                       "(0 proved, 1 refuted/unknown/numeric failure, 2 bad input, 3 internal error)",
               caption_justify="left")
     for col in ("#", "input", "parameters", "status", "exit", "1/tau", "time s", "certificate / error"):

@@ -27,13 +27,15 @@ def print_formula_certificate(cert: dict, path=None) -> None:
             if sched.get("kind") in ("lin", "log") else
             f"tau = {cons['tau']} (1/tau = {cons['inv_tau_decimal']}, {cons['tau_choice']})")
     con.print(f"regime {cons['regime']} ({cons['positional']}), {params_text(cons['params'])}, {temp}, {rtxt}")
-    t = Table(show_header=True, header_style="bold", caption="bound: the node's error bound at n_max and the chosen "
-              "tau (its formula: 'softhard bound', or nodes[].bound in the certificate); time: solver seconds per "
+    at = (f"n = {rng['n_max']} and the schedule's 1/tau({rng['n_max']})" if sched.get("kind") in ("lin", "log")
+          else f"n = {rng['n_max']} and the chosen tau")
+    t = Table(show_header=True, header_style="bold", caption=f"bound: the node's error bound at {at} "
+              "(its formula: 'softhard bound', or nodes[].bound in the certificate); time: solver seconds per "
               "claim; arb: the independent interval re-check ('ok n<=2^40': it covers every n up to 2^40, "
               "where ball arithmetic stops; the Z3 proof covers all n); obs/bound: worst observed error / bound — "
               "the node's output error |soft - hard| for output bounds (quantity 'output', THEORY §4b), the leak "
               "otherwise (numeric tightness)", caption_justify="left")
-    for col, mw in (("node", 28), ("op", 7), ("layer", 5), ("kind", 14), ("bound", 14), ("condition", 26),
+    for col, mw in (("node", 28), ("op", 7), ("layer", 5), ("kind", 19), ("bound", 14), ("condition", 26),
                     ("status", 16), ("time", 6), ("arb", 10), ("obs/bound", 9)):
         # the bound's number is kept whole (bounds_at_n_max keeps it within 14 characters)
         t.add_column(col, overflow="fold", max_width=mw)
