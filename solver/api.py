@@ -18,13 +18,14 @@ from ..bounds.derive import NodeBound
 from ..bounds.params import Params
 from ..constructions.engine import Trace, forward
 from ..constructions.errors import ParameterError, SofthardError
+from ..constructions.parameters import DEFAULT_MAX_POSITIONS
 from ..constructions.hard_model import ModelSpec
 from ..constructions.modelfile import load_model
 from ..constructions.parse import FormulaSpec, load_spec, tokenize
 from ..constructions.tracr import TracrModel
 from ..constructions.tracr_load import load_tracr
 from .certificate import certify
-from .formula_numeric import numeric_families
+from .formula_numeric import check_work, numeric_families, planned_lengths, resolve_plan, work_estimate
 from .certjson import load_certificate, write_certificate
 from .kinds import verify_certificate
 from .models import ModelAnalysis, build_model_construction, certify_model
@@ -100,12 +101,23 @@ def run(c: Construction, word, *, inv_tau: float) -> tuple[Trace, Trace]:
     return forward(c.model, tok, mode="hard"), forward(c.model, tok, mode="soft", inv_tau=it)
 
 
-def confirm(c: Construction, *, n_max: int, inv_tau: float, **families_options) -> Confirmation:
+def confirm(c: Construction, *, n_max: int, inv_tau: float, max_positions: int | None = DEFAULT_MAX_POSITIONS,
+            **families_options) -> Confirmation:
     """Numeric confirmation of a formula construction's bounds: the exhaustive, random and
     adversarial input families up to ``n_max`` (options as
     :func:`softhard.solver.formula_numeric.numeric_families`), each node's worst observed error
-    against its bound.  Never a proof (THEORY §7).  Returns a :class:`Confirmation` (``.ok``)."""
+    against its bound.  Never a proof (THEORY §7).  Returns a :class:`Confirmation` (``.ok``).
+
+    Bounded as ``certify``'s run is: the work is estimated from the plan before any run
+    (:func:`~softhard.solver.formula_numeric.work_estimate`, in word positions) and refused above
+    ``max_positions`` (None: no limit) with :class:`ParameterError`; ``n_max < 1`` is a
+    :class:`ParameterError`, an unknown option a ``TypeError``."""
     if n_max < 1:
         raise ParameterError(f"n_max must be >= 1, got {n_max}")
+    plan = resolve_plan(n_max, {**families_options, "key_pattern_ns": []})  # no key-pattern runs here
+    if max_positions is not None:
+        run_it = inv_tau if callable(inv_tau) else (lambda k: float(inv_tau))
+        pos, dense = work_estimate(c, planned_lengths(c, n_max, plan), run_it)
+        check_work(pos, dense, max_positions, "lower n_max or the families' lengths, choose a colder tau")
     fams = numeric_families(c, n_max, inv_tau, **families_options)
     return _confirm_run(c.model, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta)

@@ -82,3 +82,18 @@ def test_certify_takes_tau_or_inv_tau_as_text():
             softhard.certify(c, n_max=100, numeric=False, **bad)
     with pytest.raises(ParameterError, match="give exactly one of tau"):
         softhard.certify(c, n_max=100, numeric=False)
+
+
+def test_confirm_is_bounded_before_any_run():
+    """New-user trial: ``softhard.confirm`` had no budget (the command line's --max-positions).  The
+    estimate is the plan's: one adversarial length 10^12 alone is 10^12 + 1 positions per word."""
+    c = softhard.build(softhard.load_formula("Y a", alphabet="ab"), softhard.Params(regime="T", eta="1/4"))
+    with pytest.raises(ParameterError, match="max-positions"):
+        softhard.confirm(c, n_max=10**20, inv_tau=1e6, adversarial_ns=(10**12,))
+    with pytest.raises(ParameterError, match="max-positions"):
+        softhard.confirm(c, n_max=10**6, inv_tau=1e6, adversarial_ns=(10**5,), max_positions=10**5)
+    with pytest.raises(TypeError, match="bogus"):
+        softhard.confirm(c, n_max=10, inv_tau=1e6, bogus=1)
+    small = softhard.confirm(c, n_max=8, inv_tau=1e6, random_count=0, adversarial_ns=(8,), max_positions=10**4)
+    # exhaustive words of length 1..8 over {a, b}: 2 + 4 + ... + 256 = 510, plus adversarial ones of length 8
+    assert small.ok and small.words["exhaustive"] == 510
