@@ -118,6 +118,7 @@ def confirm(c: Construction, *, n_max: int, inv_tau: float, max_positions: int |
     if max_positions is not None:
         run_it = inv_tau if callable(inv_tau) else (lambda k: float(inv_tau))
         pos, dense = work_estimate(c, planned_lengths(c, n_max, plan), run_it)
-        check_work(pos, dense, max_positions, "lower n_max or the families' lengths, choose a colder tau")
+        check_work(pos, dense, max_positions, "lower n_max or the families' lengths", colder="choose a colder tau",
+                   limit="pass a larger max_positions (None: no limit)")
     fams = numeric_families(c, n_max, inv_tau, **families_options)
     return _confirm_run(c.model, c.bounds, fams, inv_tau, beta=c.beta, eta=c.eta)

@@ -123,7 +123,7 @@ def numeric_section(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, 
     if max_positions is not None:
         pos, dense = work_estimate(c, planned_lengths(c, n_max, plan),
                                    run_it if callable(run_it) else (lambda k: it))
-        check_work(pos, dense, max_positions, "lower --n-max, choose a colder --tau, or give --no-numeric")
+        check_work(pos, dense, max_positions, "lower --n-max, give --no-numeric")
     fams = numeric_families(c, n_max, run_it, **{k: v for k, v in plan.items() if k != "key_pattern_ns"})
     conf = confirm(c.model, c.bounds, fams, run_it, beta=c.beta, eta=c.eta, progress=progress,
                    key_pattern_ns=plan["key_pattern_ns"])
@@ -207,19 +207,23 @@ def planned_lengths(c: Construction, n_max: int, plan: dict) -> dict[int, int]:
     return out
 
 
-def check_work(positions: int, dense: float, max_positions: int, advice: str, parts: str = "") -> None:
+def check_work(positions: int, dense: float, max_positions: int, advice: str, parts: str = "",
+               colder: str = "choose a colder --tau", limit: str = "raise --max-positions") -> None:
     """Raise :class:`ParameterError` naming ``--max-positions`` (one line, with the estimate) when
     ``positions + dense`` exceeds ``max_positions``; ``advice``: what else lowers the work;
-    ``parts``: the positions' breakdown, as text."""
+    ``colder``: the advice added when dense-path work is part of it (a colder temperature removes
+    it); ``limit``: how to raise the limit; ``parts``: the positions' breakdown, as text."""
     total = positions + dense
     if total > max_positions:
         shown = f"about {total:.3g}" if total < 1e300 else "more than 1e300"  # an integer beyond float64 (--n-max 1e400)
         warm = (f"dense attention path {dense:.3g}: at lengths where the temperature is too warm for the bounds, "
                 "some node's bound > eta and later heads' keys are not Boolean") if dense else ""
         detail = ", ".join(x for x in (parts, warm) if x)
+        ways = [x for x in (advice, colder if dense else "", limit) if x]
+        hint = ", ".join(ways[:-1]) + ", or " + ways[-1] if len(ways) > 1 else ways[0]
         raise ParameterError(f"this numeric confirmation would run {shown} word positions"
                              + (f" ({detail})" if detail else "")
-                             + f", more than --max-positions {max_positions:.3g}; {advice}, or raise --max-positions")
+                             + f", more than --max-positions {max_positions:.3g}; {hint}")
 
 
 def _keyed(c: Construction) -> list[str]:

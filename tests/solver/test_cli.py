@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -11,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from rich.console import Console
+
 from softhard.solver.cli import main
+from softhard.solver.cli.handlers.certificates import print_float64_premise
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 T4 = str(EXAMPLES / "tomita4.ltl")
@@ -402,3 +406,16 @@ def test_integer_options_take_exact_decimal_notation(capsys):
         assert main(["confirm", "Y a", *argv]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and msg in err, err
+
+
+@pytest.mark.parametrize("reasons,line", [
+    ([], "float64 premise: holds on the searched rows (the status below is for exact arithmetic;"),
+    (["head h: gap 0.1"], "float64 premise: fails — head h: gap 0.1 (the status below is for exact arithmetic;"),
+])
+def test_float64_premise_line_without_reasons_has_no_dash(reasons, line):
+    """New-user trial: a premise that holds only on the searched rows printed "— (the status ...)"
+    with nothing after the dash."""
+    con = Console(width=400, record=True, file=io.StringIO())
+    status = "fails" if reasons else "holds on the searched rows"
+    print_float64_premise(con, {"precision": {"float64_premise": {"status": status, "reasons": reasons}}})
+    assert con.export_text().startswith(line)

@@ -21,7 +21,7 @@ from softhard.constructions.parse import load_spec
 from softhard.solver.certificate import certify
 from softhard.solver.certjson import compute_hashes
 from softhard.constructions.errors import ParameterError
-from softhard.solver.formula_numeric import (DENSE_ENTRIES_PER_POSITION, planned, resolve_plan, warm_lengths,
+from softhard.solver.formula_numeric import (DENSE_ENTRIES_PER_POSITION, check_work, planned, resolve_plan, warm_lengths,
                                             work_estimate)
 from softhard.solver.kinds import verify_certificate
 from softhard.solver.model_numeric import model_families, observe_model
@@ -241,3 +241,14 @@ def test_a_real_deviation_below_one_half_is_accepted_where_a_leak_exceeds_eta():
     assert 0 < num["max_output_deviation"] < 0.5 and num["mismatched_outputs"] == 0
     rep = verify_certificate(cert)
     assert "numeric.max_output_deviation" not in [f for f, _ in rep.problems], rep.problems
+
+
+def test_the_budget_hint_names_a_colder_tau_only_for_dense_work():
+    """New-user trial: the refusal said "choose a colder --tau" when no dense-path work was part of
+    the estimate (a colder temperature then changes nothing) and when no --tau was given."""
+    from_positions = pytest.raises(ParameterError, match=r"1e\+09 word positions, more than --max-positions 1e\+08; "
+                                                         r"lower --n-max, or raise --max-positions$")
+    with from_positions:
+        check_work(10**9, 0, 10**8, "lower --n-max")
+    with pytest.raises(ParameterError, match=r"; lower --n-max, choose a colder --tau, or raise --max-positions$"):
+        check_work(10**7, 2 * 10**8, 10**8, "lower --n-max")

@@ -11,7 +11,7 @@ import sympy as sp
 from rich.table import Table
 
 from ....bounds.derive import evaluate
-from .console import fmt, numeric_verdict, status_line, stdout_console
+from .console import families_text, fmt, numeric_verdict, status_line, stdout_console
 
 
 def print_formula_certificate(cert: dict, path=None) -> None:
@@ -118,8 +118,9 @@ def print_float64_premise(con, cert: dict) -> None:
     if not prem or prem["status"] == "holds":
         return
     colr = "red" if prem["status"] == "fails" else "yellow"
-    con.print(f"float64 premise: [{colr}]{prem['status']}[/{colr}] — {'; '.join(prem['reasons'])} (the status below "
-              "is for exact arithmetic; a float64 transformer run of this construction is not covered by it)")
+    why = f" — {'; '.join(prem['reasons'])}" if prem["reasons"] else ""
+    con.print(f"float64 premise: [{colr}]{prem['status']}[/{colr}]{why} (the status below is for exact arithmetic; a "
+              "float64 transformer run of this construction is not covered by it)")
 
 
 def bounds_at_n_max(cert: dict) -> dict[str, str]:
@@ -198,7 +199,7 @@ def print_model_certificate(cert: dict, path=None) -> None:
     num = cert["numeric"]
     if num:
         ung = num.get("mismatched_outputs_unguarded", 0)
-        con.print(f"numeric confirmation at 1/tau = {num['inv_tau_float']:.10g}: inputs {num['families']}, rounded "
+        con.print(f"numeric confirmation at 1/tau = {num['inv_tau_float']:.10g}: inputs {families_text(num['families'])}, rounded "
                   f"outputs differing from the hard model: {num['mismatched_outputs']}"
                   + (f" (+{ung} on outputs whose margin is <= epsilon: rounding not claimed)" if ung else "")
                   + f", {'no bound exceeded' if num['ok'] else '[red]A BOUND WAS EXCEEDED OR AN OUTPUT DIFFERS[/red]'}")

@@ -15,7 +15,7 @@ from ....constructions.counting import adversarial_layernorm_words
 from ....constructions.simulate import RandomWords, adversarial_words, all_words, periodic_words
 from ...formula_numeric import check_work, work_estimate
 from ..options import EXIT_FAIL, EXIT_OK
-from .console import fmt, numeric_verdict, progress, stdout_console
+from .console import families_text, fmt, numeric_verdict, progress, stdout_console
 from .formula import formula_construction, schedule_inv_tau
 
 
@@ -75,7 +75,7 @@ def handle(args) -> int:
         print(json.dumps(result, indent=2, default=str))
     else:
         con = stdout_console()
-        con.print(f"[bold]{c.spec.formula}[/bold] regime {c.regime}: inputs {conf.words}")
+        con.print(f"[bold]{c.spec.formula}[/bold] regime {c.regime}: inputs {families_text(conf.words)}")
         con.print(f"temperature: {tau_txt}; e.g. 1/tau = {fmt(temps[str(lengths[-1])], 10)} at n = {lengths[-1]}"
                   if lengths else f"temperature: {tau_txt}")
         t = Table(show_header=True, header_style="bold")
@@ -117,5 +117,5 @@ def check_budget(c, exh: list, rnd: RandomWords, adv_ns: list[int], max_position
         by_len[n] = by_len.get(n, 0) + cands + 2 * max(heads, 1)
     adv = sum((cands + 2 * max(heads, 1)) * (k + 1) for k in adv_ns)
     pos, dense = work_estimate(c, by_len, inv_tau)
-    check_work(pos, dense, max_positions, "lower --n-max or --random, choose a colder --tau",
+    check_work(pos, dense, max_positions, "lower --n-max or --random",
                parts=f"random words {rnd.positions:.3g}, adversarial {adv:.3g}")

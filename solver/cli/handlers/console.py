@@ -107,14 +107,18 @@ def status_line(cert: dict, path, extra: str = "") -> str:
             + f"  ({cert['times']['total_s']:.2f} s)" + (f"; certificate written to {path}" if path else ""))
 
 
+def families_text(families: dict) -> str:
+    """``{family: number of inputs}`` as ``exhaustive 4094, random 400`` (display only)."""
+    return ", ".join(f"{k} {v}" for k, v in families.items())
+
+
 def numeric_verdict(inv_tau: float | str | None, families: dict, mismatched: int, unguarded: int, premise_failures: int,
                     ok: bool) -> str:
     """One line on a numeric confirmation (``certify`` and ``confirm``): inputs, differing outputs
     and the verdict, saying where the bounds were not claimed to hold (bounds/confirm.py).  ``inv_tau``:
     the one 1/τ, a text naming the temperature (a schedule), or None (said elsewhere)."""
     at = "" if inv_tau is None else f" at {inv_tau}" if isinstance(inv_tau, str) else f" at 1/tau = {inv_tau:.10g}"
-    inputs = ", ".join(f"{k} {v}" for k, v in families.items())
-    txt = (f"numeric confirmation{at}: inputs {inputs}; positions whose clean output "
+    txt = (f"numeric confirmation{at}: inputs {families_text(families)}; positions whose clean output "
            f"differs from the hard model where every bound is <= eta: {mismatched}")
     if unguarded or premise_failures:
         txt += (f"; where some bound exceeds eta (too warm: exactness not claimed) {unguarded} differing "
