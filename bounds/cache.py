@@ -27,9 +27,10 @@ from typing import Callable
 import sympy as sp
 
 from .core import Bound
+from .fastfn import Unsupported, compile_tree
 from .store import cache_dir, cached_text, entry_key, fingerprint, load, save
 
-__all__ = ["Unencodable", "cache_dir", "cached_bound", "cached_text", "decode_expr", "encode_expr", "fingerprint",
+__all__ = ["Unencodable", "cache_dir", "cached_bound", "cached_text", "compile_expr", "decode_expr", "encode_expr", "fingerprint",
            "latex_of", "srepr_of", "str_of", "subs", "text_of"]
 
 #: SymPy heads rebuilt with ``evaluate=False`` (every other head is refused: the entry is not cached)
@@ -184,3 +185,15 @@ def cached_bound(kind: str, inputs, compute: Callable[[], Bound]) -> Bound:
         return b
     save(key, enc)
     return b
+
+
+def compile_expr(expr, symbols, backend: str):
+    """A Python function of the values of ``symbols`` (SymPy symbols, in order) computing ``expr``:
+    :func:`softhard.bounds.fastfn.compile_tree` of its tree.  ``backend``: ``"mpmath"`` or
+    ``"float"``.  Raises :class:`~softhard.bounds.fastfn.Unsupported` for a head or a free symbol it
+    does not handle (the caller falls back to ``sympy.lambdify``)."""
+    try:
+        tree = encode_expr(expr)
+    except Unencodable as e:
+        raise Unsupported(str(e)) from None
+    return compile_tree(tree, [s.name for s in symbols], backend)

@@ -20,7 +20,8 @@ from softhard.bounds import derive as D
 from softhard.bounds import selection as S
 from softhard.bounds import store as ST
 from softhard.bounds.core import beta, eta, n, tau
-from softhard.bounds.fastfn import Unsupported, compile_expr
+from softhard.bounds.cache import compile_expr
+from softhard.bounds.fastfn import Unsupported, compile_tree
 from softhard.constructions.compile import assign_attention, compile_formula
 from softhard.constructions.parse import parse_formula
 
@@ -178,6 +179,35 @@ def test_compiled_functions_agree_with_lambdify(shape):
                     assert abs(f(*args) - want) <= mpmath.mpf(10) ** -45 * max(abs(want), mpmath.mpf(10) ** -300)
                     got = float(ff(float(nv), 1 / float(it), 0.25, 0.25))
                     assert got == pytest.approx(float(want), rel=1e-9, abs=1e-300)
+
+
+def test_trees_evaluate_without_sympy():
+    """Each selection bound's tree, as the cache stores it (JSON), evaluated by
+    :func:`compile_tree` in a fresh interpreter that never imports SymPy: lambdify's values (50
+    digits) at every (n, 1/tau)."""
+    exprs = [S.selection_bound(r, key_const=kc, spacing=d).leak for r, kc, d in SHAPES]
+    grid = [(nv, it) for nv in (2, 9, 1000, 10**6) for it in (3, 10**4)]
+    probe = (
+        "import json, sys, mpmath\n"
+        "from softhard.bounds.fastfn import compile_tree\n"
+        "trees, grid = json.loads(sys.stdin.read())\n"
+        "out = []\n"
+        "with mpmath.workdps(50):\n"
+        "    for t in trees:\n"
+        "        f = compile_tree(t, ['n', 'tau', 'beta', 'eta'], 'mpmath')\n"
+        "        out.append([mpmath.nstr(f(mpmath.mpf(a), 1 / mpmath.mpf(b), mpmath.mpf(1) / 4, mpmath.mpf(1) / 4), 48)\n"
+        "                    for a, b in grid])\n"
+        "print(json.dumps({'values': out, 'sympy': 'sympy' in sys.modules}))\n")
+    out = subprocess.run([sys.executable, "-c", probe], input=json.dumps([[C.encode_expr(e) for e in exprs], grid]),
+                         capture_output=True, text=True, timeout=120, check=True)
+    got = json.loads(out.stdout)
+    assert got["sympy"] is False
+    for e, row in zip(exprs, got["values"]):
+        g = sp.lambdify([n, tau, beta, eta], e, modules="mpmath")
+        for (nv, it), text in zip(grid, row):
+            with mpmath.workdps(50):
+                want = g(mpmath.mpf(nv), 1 / mpmath.mpf(it), mpmath.mpf(1) / 4, mpmath.mpf(1) / 4)
+                assert abs(mpmath.mpf(text) - want) <= mpmath.mpf(10) ** -44 * max(abs(want), mpmath.mpf(10) ** -300)
 
 
 def test_compile_refuses_other_heads():
