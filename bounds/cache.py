@@ -15,70 +15,33 @@ argument order, rebuilt with ``evaluate=False`` — so no ``Max``/``Add`` re-eva
 rebuilt expression ``==`` the derived one (tests/bounds/test_cache.py compares cached against
 live derivations).  An entry that cannot be encoded (an unknown head) is simply not cached.
 
-Where: ``$SOFTHARD_CACHE_DIR``, else ``$XDG_CACHE_HOME/softhard``, else ``~/.cache/softhard``
-(subdirectory ``derivations``); ``SOFTHARD_CACHE=0`` turns the disk layer off (the in-process
-layer stays).  A directory that cannot be written is ignored (results are then computed live).
-Writes are atomic (``os.replace``); concurrent processes at worst compute an entry twice.
+Keys, the fingerprint and the two layers (memory, disk) are :mod:`softhard.bounds.store`, which
+imports no SymPy (where the disk layer lives, ``SOFTHARD_CACHE=0``, unwritable directories).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import os
-import tempfile
-from importlib import metadata
-from pathlib import Path
 from typing import Callable
 
 import sympy as sp
 
 from .core import Bound
+from .fastfn import Unsupported, compile_tree
+from .store import cache_dir, cached_text, entry_key, fingerprint, load, save
 
-_PKG_ROOT = Path(__file__).resolve().parent
-#: folders whose sources a derivation or an encoding depends on (their hash is part of every key)
-_SOURCE_DIRS = (_PKG_ROOT, _PKG_ROOT.parent / "constructions", _PKG_ROOT.parent / "solver")
+__all__ = ["Unencodable", "cache_dir", "cached_bound", "cached_text", "compile_expr", "decode_expr", "encode_expr", "fingerprint",
+           "latex_of", "srepr_of", "str_of", "subs", "text_of"]
 
 #: SymPy heads rebuilt with ``evaluate=False`` (every other head is refused: the entry is not cached)
 _HEADS = {name: getattr(sp, name) for name in ("Add", "Mul", "Pow", "Max", "Min", "exp", "log", "Abs", "floor",
                                                 "ceiling")}
 
-_memory: dict[str, object] = {}  # key -> JSON value (both layers)
 _exprs: dict[str, sp.Basic] = {}  # key -> decoded expression (subs results), per process
-_fingerprint: list[str] = []
 
 
 class Unencodable(Exception):
     """An expression (or a :class:`Bound` field) :func:`encode_expr` cannot write as a tree."""
-
-
-def fingerprint() -> str:
-    """Hash of the package version, SymPy's version and the derivation sources (computed once)."""
-    if not _fingerprint:
-        h = hashlib.sha256()
-        try:
-            h.update(metadata.version("softhard").encode())
-        except metadata.PackageNotFoundError:  # an uninstalled checkout still caches, keyed by its sources
-            h.update(b"0+unknown")
-        h.update(sp.__version__.encode())
-        for d in _SOURCE_DIRS:
-            for p in sorted(d.glob("*.py")) + sorted(d.glob("*.lark")):
-                h.update(p.name.encode())
-                h.update(p.read_bytes())
-        _fingerprint.append(h.hexdigest())
-    return _fingerprint[0]
-
-
-def cache_dir() -> Path | None:
-    """The directory of the disk layer, or None when it is turned off."""
-    if os.environ.get("SOFTHARD_CACHE", "1") == "0":
-        return None
-    base = os.environ.get("SOFTHARD_CACHE_DIR")
-    if base:
-        return Path(base) / "derivations"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "softhard" / "derivations"
 
 
 # ------------------------------------------------------------------------------------------
@@ -133,49 +96,6 @@ def decode_expr(t: list):
 # the two layers
 
 
-def _key(kind: str, inputs) -> str:
-    return hashlib.sha256(json.dumps([kind, fingerprint(), inputs], sort_keys=True).encode()).hexdigest()
-
-
-def _load(key: str):
-    if key in _memory:
-        return _memory[key]
-    d = cache_dir()
-    if d is None:
-        return None
-    try:
-        return json.loads((d / key[:2] / f"{key}.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _store(key: str, value) -> None:
-    _memory[key] = value
-    d = cache_dir()
-    if d is None:
-        return
-    try:
-        sub = d / key[:2]
-        sub.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=sub, suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(value, fh)
-        os.replace(tmp, sub / f"{key}.json")
-    except OSError:
-        pass  # an unwritable cache is no error: the value was computed live
-
-
-def cached_text(kind: str, inputs, compute: Callable[[], str]) -> str:
-    """``compute()`` (a string), stored under ``(kind, inputs)`` (JSON-able inputs)."""
-    key = _key(kind, inputs)
-    hit = _load(key)
-    if isinstance(hit, str):
-        return hit
-    out = compute()
-    _store(key, out)
-    return out
-
-
 def latex_of(expr, compute: Callable[[], str]) -> str:
     """:func:`cached_text` keyed by the expression's tree (the caller's printer settings are fixed)."""
     return text_of("latex", expr, None, compute)
@@ -209,10 +129,10 @@ def subs(expr, values: dict):
         inputs = [encode_expr(expr), sorted([encode_expr(k), encode_expr(sp.sympify(v))] for k, v in values.items())]
     except Unencodable:
         return expr.subs(values)
-    key = _key("subs", inputs)
+    key = entry_key("subs", inputs)
     if key in _exprs:
         return _exprs[key]
-    hit = _load(key)
+    hit = load(key)
     if isinstance(hit, list):
         try:
             _exprs[key] = decode_expr(hit)
@@ -224,7 +144,7 @@ def subs(expr, values: dict):
         enc = encode_expr(out)
     except Unencodable:
         return out
-    _store(key, enc)
+    save(key, enc)
     _exprs[key] = out
     return out
 
@@ -251,8 +171,8 @@ def _decode_bound(d: dict) -> Bound:
 def cached_bound(kind: str, inputs, compute: Callable[[], Bound]) -> Bound:
     """The :class:`Bound` a rule derives from ``inputs`` (JSON-able), derived once and reused.
     A fresh :class:`Bound` object is returned on every call (callers may set fields)."""
-    key = _key("bound:" + kind, inputs)
-    hit = _load(key)
+    key = entry_key("bound:" + kind, inputs)
+    hit = load(key)
     if isinstance(hit, dict):
         try:
             return _decode_bound(hit)
@@ -263,5 +183,17 @@ def cached_bound(kind: str, inputs, compute: Callable[[], Bound]) -> Bound:
         enc = _encode_bound(b)
     except Unencodable:
         return b
-    _store(key, enc)
+    save(key, enc)
     return b
+
+
+def compile_expr(expr, symbols, backend: str):
+    """A Python function of the values of ``symbols`` (SymPy symbols, in order) computing ``expr``:
+    :func:`softhard.bounds.fastfn.compile_tree` of its tree.  ``backend``: ``"mpmath"`` or
+    ``"float"``.  Raises :class:`~softhard.bounds.fastfn.Unsupported` for a head or a free symbol it
+    does not handle (the caller falls back to ``sympy.lambdify``)."""
+    try:
+        tree = encode_expr(expr)
+    except Unencodable as e:
+        raise Unsupported(str(e)) from None
+    return compile_tree(tree, [s.name for s in symbols], backend)

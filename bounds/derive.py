@@ -25,10 +25,10 @@ import sympy as sp
 from ..constructions.errors import RepresentationError
 from . import counting  # noqa: F401  (registers the counting bound rules)
 from . import selection as S
-from .cache import cached_bound, latex_of
+from .cache import cached_bound, compile_expr, latex_of
 from .cache import subs as cached_subs
 from .core import Bound, beta, eta, n, tau
-from .fastfn import Unsupported, compile_expr
+from .fastfn import Unsupported
 from .params import Params
 from .rules import BOUND_RULES, bound_rule
 

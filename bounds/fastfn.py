@@ -1,8 +1,10 @@
 """Numeric functions of a bound without SymPy's printers (ISSUE 16).
 
 ``sympy.lambdify`` costs 50–130 ms per expression (its code printers), which a certify paid a
-dozen times.  :func:`compile_expr` writes the same straight-line Python from the expression tree
-of :func:`softhard.bounds.cache.encode_expr` (Add, Mul, Pow, exp, log, Max, Min, Abs, floor,
+dozen times.  :func:`compile_tree` writes the same straight-line Python from the expression tree
+of :func:`softhard.bounds.cache.encode_expr` (this module imports no SymPy: a tree read from the
+derivation cache is evaluated without it; :func:`softhard.bounds.cache.compile_expr` is the same for a
+SymPy expression) (Add, Mul, Pow, exp, log, Max, Min, Abs, floor,
 ceiling; symbols; exact integers and rationals; floats) and compiles it once, in well under a
 millisecond.  Two backends: ``"mpmath"`` (rationals as ``mpf(p)/mpf(q)`` evaluated at the
 caller's working precision, as lambdify's mpmath printer writes them) and ``"float"`` (NumPy
@@ -18,8 +20,6 @@ import math
 
 import mpmath
 import numpy as np
-
-from .cache import Unencodable, encode_expr
 
 
 class Unsupported(Exception):
@@ -61,18 +61,16 @@ def _src(t: list, names: dict[str, str], backend: str) -> str:
     raise Unsupported(head)
 
 
-def compile_expr(expr, symbols, backend: str):
-    """A Python function of the values of ``symbols`` (SymPy symbols, in order) computing ``expr``.
+def compile_tree(tree: list, names: list[str], backend: str):
+    """A Python function of the values of the symbols named ``names`` (in order) computing the
+    expression tree ``tree`` (:func:`softhard.bounds.cache.encode_expr`'s format; no SymPy needed).
 
-    ``backend``: ``"mpmath"`` or ``"float"``.  Raises :class:`Unsupported` for a head or a free
-    symbol it does not handle (the caller falls back to ``sympy.lambdify``)."""
-    try:
-        tree = encode_expr(expr)
-    except Unencodable as e:
-        raise Unsupported(str(e)) from None
-    names = {s.name: f"_a{i}" for i, s in enumerate(symbols)}
-    body = _src(tree, names, backend)
-    src = f"def _f({', '.join(names.values())}):\n    return {body}\n"
+    ``backend``: ``"mpmath"`` (at the caller's working precision) or ``"float"`` (NumPy float64).
+    Raises :class:`Unsupported` for a head or a free symbol it does not handle.  Numeric only
+    (module docstring)."""
+    args = {name: f"_a{i}" for i, name in enumerate(names)}
+    body = _src(tree, args, backend)
+    src = f"def _f({', '.join(args.values())}):\n    return {body}\n"
     ns = {"mpmath": mpmath, "np": np}
     exec(compile(src, "<softhard.bounds.fastfn>", "exec"), ns)  # noqa: S102 - our own generated code
     f = ns["_f"]

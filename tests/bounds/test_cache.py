@@ -3,8 +3,13 @@ a cached derivation agrees exactly with a live SymPy derivation (ISSUE 16)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import subprocess
+import sys
 from fractions import Fraction
+from importlib import metadata
+from pathlib import Path
 
 import mpmath
 import pytest
@@ -13,11 +18,14 @@ import sympy as sp
 from softhard.bounds import cache as C
 from softhard.bounds import derive as D
 from softhard.bounds import selection as S
+from softhard.bounds import store as ST
 from softhard.bounds.core import beta, eta, n, tau
-from softhard.bounds.fastfn import Unsupported, compile_expr
+from softhard.bounds.cache import compile_expr
+from softhard.bounds.fastfn import Unsupported, compile_tree
 from softhard.constructions.compile import assign_attention, compile_formula
 from softhard.constructions.parse import parse_formula
 
+ROOT = Path(__file__).resolve().parents[2]
 SHAPES = [(r, kc, d) for r in ("T", "U") for kc in (False, True) for d in (1, 2, 3)]
 
 
@@ -36,7 +44,7 @@ def same(a, b):
 @pytest.fixture()
 def cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("SOFTHARD_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(C, "_memory", {})
+    monkeypatch.setattr(ST, "_memory", {})
     monkeypatch.setattr(C, "_exprs", {})
     return tmp_path / "derivations"
 
@@ -46,7 +54,7 @@ def test_cached_selection_bound_equals_live_derivation(cache_dir, shape):
     r, kc, d = shape
     live = S.selection_bound(r, key_const=kc, spacing=d)
     first = C.cached_bound("selection", list(shape), lambda: S.selection_bound(r, key_const=kc, spacing=d))
-    C._memory.clear()  # force the disk layer
+    ST._memory.clear()  # force the disk layer
     calls = []
     again = C.cached_bound("selection", list(shape), lambda: calls.append(1) or live)
     assert calls == []  # served from disk, not derived
@@ -60,7 +68,7 @@ def test_cached_derive_and_claim_substitution_equal_live(cache_dir, monkeypatch)
     g = compile_formula(parse_formula("(a U b) | ((!a S b) & H (a | Y b))"), ["a", "b"])
     cached = D.derive(g, "T")
     monkeypatch.setenv("SOFTHARD_CACHE", "0")
-    C._memory.clear()
+    ST._memory.clear()
     C._exprs.clear()
     live = D.derive(g, "T")  # with the disk layer off and the memory empty: a live derivation
     assert list(cached) == list(live)
@@ -71,7 +79,7 @@ def test_cached_derive_and_claim_substitution_equal_live(cache_dir, monkeypatch)
         monkeypatch.setenv("SOFTHARD_CACHE", "1")
         a = C.subs(cached[v].bound.leak, subs)
         C._exprs.clear()
-        C._memory.clear()
+        ST._memory.clear()
         b = C.subs(cached[v].bound.leak, subs)  # decoded from disk
         assert same(live[v].bound.leak.subs(subs), a) and same(a, b)
         assert same(sp.latex(live[v].bound.leak, symbol_names={tau: r"\tau", beta: r"\beta", eta: r"\eta"}),
@@ -89,9 +97,9 @@ def test_cached_output_bounds_equal_live(cache_dir, monkeypatch, regime):
     live = D.derive(g, regime)
     live_alt = {v: D.alternative_bound(g, v, regime) for v in live}
     monkeypatch.setenv("SOFTHARD_CACHE", "1")
-    C._memory.clear()
+    ST._memory.clear()
     first = D.derive(g, regime)
-    C._memory.clear()  # the disk layer
+    ST._memory.clear()  # the disk layer
     again = D.derive(g, regime)
     assert any(cache_dir.rglob("*.json"))
     kinds_seen = set()
@@ -122,22 +130,22 @@ def test_cached_srepr_and_str_equal_live(cache_dir, shape):
     for e in exprs:
         live = (sp.srepr(e), str(e))
         assert (C.srepr_of(e), C.str_of(e)) == live
-        C._memory.clear()  # the disk layer
+        ST._memory.clear()  # the disk layer
         assert (C.srepr_of(e), C.str_of(e)) == live
     assert len(list(cache_dir.rglob("*.json"))) >= len({sp.srepr(e) for e in exprs})
 
 
 def test_key_depends_on_inputs_and_sources(cache_dir, monkeypatch):
-    a = C._key("selection", ["T", False, 1])
-    assert a != C._key("selection", ["T", False, 2])
-    monkeypatch.setattr(C, "_fingerprint", ["another source tree"])
-    assert a != C._key("selection", ["T", False, 1])
+    a = ST.entry_key("selection", ["T", False, 1])
+    assert a != ST.entry_key("selection", ["T", False, 2])
+    monkeypatch.setattr(ST, "_fingerprint", ["another source tree"])
+    assert a != ST.entry_key("selection", ["T", False, 1])
 
 
 def test_malformed_entry_is_rederived(cache_dir):
     live = S.selection_bound("U", key_const=False, spacing=1)
     C.cached_bound("selection", ["U", False, 1], lambda: live)
-    C._memory.clear()
+    ST._memory.clear()
     (path,) = cache_dir.rglob("*.json")
     path.write_text(json.dumps({"leak": {"expr": ["NoSuchHead"]}}))
     again = C.cached_bound("selection", ["U", False, 1], lambda: live)
@@ -148,7 +156,7 @@ def test_unwritable_cache_dir_is_ignored(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("SOFTHARD_CACHE_DIR", str(blocker))  # a file, not a directory
-    monkeypatch.setattr(C, "_memory", {})
+    monkeypatch.setattr(ST, "_memory", {})
     b = C.cached_bound("selection", ["T", True, 1], lambda: S.selection_bound("T", key_const=True, spacing=1))
     assert same(b.leak, S.selection_bound("T", key_const=True, spacing=1).leak)
 
@@ -173,6 +181,35 @@ def test_compiled_functions_agree_with_lambdify(shape):
                     assert got == pytest.approx(float(want), rel=1e-9, abs=1e-300)
 
 
+def test_trees_evaluate_without_sympy():
+    """Each selection bound's tree, as the cache stores it (JSON), evaluated by
+    :func:`compile_tree` in a fresh interpreter that never imports SymPy: lambdify's values (50
+    digits) at every (n, 1/tau)."""
+    exprs = [S.selection_bound(r, key_const=kc, spacing=d).leak for r, kc, d in SHAPES]
+    grid = [(nv, it) for nv in (2, 9, 1000, 10**6) for it in (3, 10**4)]
+    probe = (
+        "import json, sys, mpmath\n"
+        "from softhard.bounds.fastfn import compile_tree\n"
+        "trees, grid = json.loads(sys.stdin.read())\n"
+        "out = []\n"
+        "with mpmath.workdps(50):\n"
+        "    for t in trees:\n"
+        "        f = compile_tree(t, ['n', 'tau', 'beta', 'eta'], 'mpmath')\n"
+        "        out.append([mpmath.nstr(f(mpmath.mpf(a), 1 / mpmath.mpf(b), mpmath.mpf(1) / 4, mpmath.mpf(1) / 4), 48)\n"
+        "                    for a, b in grid])\n"
+        "print(json.dumps({'values': out, 'sympy': 'sympy' in sys.modules}))\n")
+    out = subprocess.run([sys.executable, "-c", probe], input=json.dumps([[C.encode_expr(e) for e in exprs], grid]),
+                         capture_output=True, text=True, timeout=120, check=True)
+    got = json.loads(out.stdout)
+    assert got["sympy"] is False
+    for e, row in zip(exprs, got["values"]):
+        g = sp.lambdify([n, tau, beta, eta], e, modules="mpmath")
+        for (nv, it), text in zip(grid, row):
+            with mpmath.workdps(50):
+                want = g(mpmath.mpf(nv), 1 / mpmath.mpf(it), mpmath.mpf(1) / 4, mpmath.mpf(1) / 4)
+                assert abs(mpmath.mpf(text) - want) <= mpmath.mpf(10) ** -44 * max(abs(want), mpmath.mpf(10) ** -300)
+
+
 def test_compile_refuses_other_heads():
     with pytest.raises(Unsupported):
         compile_expr(sp.sin(n), [n], "mpmath")
@@ -188,9 +225,31 @@ def test_cached_smt_text_equals_live_query(cache_dir):
     expr = b.leak.subs({beta: sp.Rational(1, 4), eta: sp.Rational(1, 4), tau: sp.Rational(1, 60000)})
     claim = Claim(expr, Fraction(1, 4), 2, 10_000)
     first = check_claim(claim, timeout_s=20)
-    C._memory.clear()
+    ST._memory.clear()
     again = check_claim(claim, timeout_s=20)  # query texts from disk
     assert first.status == again.status == "proved"
     assert [q.smtlib for q in first.queries] == [q.smtlib for q in again.queries]
     for q in again.queries:  # each box is asked at 32 bits, then (unless unsat) at 128 (solver/check.py)
         assert q.smtlib in {build_query(expr, Fraction(1, 4), q.lo, q.hi, prec=p).smtlib for p in (32, 128)}
+
+
+def test_fingerprint_is_the_sympy_keyed_one_and_needs_no_sympy():
+    """The store reads SymPy's version from the distribution's metadata: the same string as
+    ``sympy.__version__`` (so the keys did not change with the split), and a fresh interpreter that
+    computes a key and reads an entry loads no SymPy."""
+    assert metadata.version("sympy") == sp.__version__
+    h = hashlib.sha256()
+    try:
+        h.update(metadata.version("softhard").encode())
+    except metadata.PackageNotFoundError:
+        h.update(b"0+unknown")
+    h.update(sp.__version__.encode())
+    for d in (ROOT / "bounds", ROOT / "constructions", ROOT / "solver"):
+        for p in sorted(d.glob("*.py")) + sorted(d.glob("*.lark")):
+            h.update(p.name.encode())
+            h.update(p.read_bytes())
+    assert ST.fingerprint() == h.hexdigest()
+    probe = ("import sys; from softhard.bounds import store; store.load(store.entry_key('x', [1])); "
+             "print('sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "False"

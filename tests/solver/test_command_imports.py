@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 UNUSED_PACKAGES = ("dask", "distributed", "torch", "jax", "numba", "matplotlib", "tracr", "concurrent")
 #: our modules that only a batch, a model file or a Tracr export needs
 UNUSED_MODULES = ("softhard.solver.cli.handlers.batch", "softhard.solver.distributed", "softhard.solver.models",
-                  "softhard.solver.tracr", "softhard.constructions.modelfile", "softhard.constructions.tracr")
+                  "softhard.solver.tracr", "softhard.constructions.modelfile", "softhard.constructions.tracr",
+                  # rich's tables: the printed summaries only (certify --json and verify print none)
+                  "rich.table")
 
 PROBE = """
 import json, sys
@@ -53,6 +55,13 @@ def test_formula_certify_and_verify_load_only_their_stages(tmp_path):
     assert rc == 0
     assert _unused(modules) == []
     assert {"softhard.solver.replay", "softhard.solver.cli.handlers.jobs", "jsonschema"} <= modules
+
+
+def test_the_printed_summary_loads_rich_tables(tmp_path):
+    """The other side of the switch above: a certify that prints its summary builds a table."""
+    rc, modules = _run(["certify", "examples/tomita4.ltl", "--regime", "T", "--n-max", "16", "--eta", "1/4",
+                        "-o", str(tmp_path / "t4.json"), "--no-numeric"])
+    assert rc == 0 and "rich.table" in modules
 
 
 def test_a_batch_loads_the_batch_runner(tmp_path):

@@ -229,10 +229,11 @@ def test_a_solver_timeout_through_check_claim_is_unknown(monkeypatch):
         q = real(*a, **k)
         return Query(smtlib=hard, **{f: getattr(q, f) for f in q.__dataclass_fields__ if f != "smtlib"})
     monkeypatch.setattr(chk, "build_query", slow)
-    # the derivation cache (bounds/cache.py) would serve the real query text of an earlier run
-    import softhard.bounds.cache as cache
+    # the derivation cache (bounds/cache.py, its layers in bounds/store.py) would serve the real query
+    # text of an earlier run
+    import softhard.bounds.store as store
     monkeypatch.setenv("SOFTHARD_CACHE", "0")
-    monkeypatch.setattr(cache, "_memory", {})
+    monkeypatch.setattr(store, "_memory", {})
     x = required_inv_tau(S.leak_T(), n_value=1000)
     r = chk.check_claim(claim_T(round_up(x * 2), hi=1000), timeout_s=0.3, total_s=5)
     assert r.status == "unknown" and "unknown" in r.reason and r.queries[0].answer == "unknown"

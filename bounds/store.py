@@ -1,0 +1,117 @@
+"""The storage layer of the derivation cache, without SymPy (ISSUE 16).
+
+:mod:`softhard.bounds.cache` turns SymPy results into JSON and back; this module only keys, stores
+and loads JSON values, so that a reader of cached results (a warm path that needs no live
+derivation) can use the cache without importing SymPy.  The keys are exactly those
+:mod:`~softhard.bounds.cache` documents: SHA-256 of the entry's kind, :func:`fingerprint` and the
+entry's JSON inputs.
+
+:func:`fingerprint` hashes the package version, SymPy's version (read from the installed
+distribution's metadata with :mod:`importlib.metadata`, the string ``sympy.__version__`` holds:
+the same keys as before this split, tested) and the source of every module in ``bounds/``,
+``constructions/`` and ``solver/`` (so editing a derivation or an encoding invalidates every entry).
+
+Where: ``$SOFTHARD_CACHE_DIR``, else ``$XDG_CACHE_HOME/softhard``, else ``~/.cache/softhard``
+(subdirectory ``derivations``); ``SOFTHARD_CACHE=0`` turns the disk layer off (the in-process
+layer stays).  A directory that cannot be written is ignored (results are then computed live).
+Writes are atomic (``os.replace``); concurrent processes at worst compute an entry twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+_PKG_ROOT = Path(__file__).resolve().parent
+#: folders whose sources a derivation or an encoding depends on (their hash is part of every key)
+_SOURCE_DIRS = (_PKG_ROOT, _PKG_ROOT.parent / "constructions", _PKG_ROOT.parent / "solver")
+
+_memory: dict[str, object] = {}  # key -> JSON value (both layers)
+_fingerprint: list[str] = []
+
+
+def _version(dist: str, missing: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return missing
+
+
+def fingerprint() -> str:
+    """Hash of the package version, SymPy's version and the derivation sources (computed once per
+    process; a hex string).  Raises nothing: an uninstalled checkout is keyed by its sources."""
+    if not _fingerprint:
+        h = hashlib.sha256()
+        h.update(_version("softhard", "0+unknown").encode())
+        h.update(_version("sympy", "unknown").encode())
+        for d in _SOURCE_DIRS:
+            for p in sorted(d.glob("*.py")) + sorted(d.glob("*.lark")):
+                h.update(p.name.encode())
+                h.update(p.read_bytes())
+        _fingerprint.append(h.hexdigest())
+    return _fingerprint[0]
+
+
+def cache_dir() -> Path | None:
+    """The directory of the disk layer, or None when it is turned off (``SOFTHARD_CACHE=0``)."""
+    if os.environ.get("SOFTHARD_CACHE", "1") == "0":
+        return None
+    base = os.environ.get("SOFTHARD_CACHE_DIR")
+    if base:
+        return Path(base) / "derivations"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "softhard" / "derivations"
+
+
+def entry_key(kind: str, inputs) -> str:
+    """The key of the entry ``(kind, inputs)`` (``inputs`` JSON-able): a SHA-256 hex string over
+    ``[kind, fingerprint(), inputs]`` in canonical JSON (sorted keys)."""
+    return hashlib.sha256(json.dumps([kind, fingerprint(), inputs], sort_keys=True).encode()).hexdigest()
+
+
+def load(key: str):
+    """The JSON value stored under ``key`` (memory first, then disk), or None when there is none or
+    the disk entry is unreadable (a malformed entry is then recomputed by the caller)."""
+    if key in _memory:
+        return _memory[key]
+    d = cache_dir()
+    if d is None:
+        return None
+    try:
+        return json.loads((d / key[:2] / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def save(key: str, value) -> None:
+    """Store the JSON value ``value`` under ``key`` in memory and, when the disk layer is on and
+    writable, on disk (atomically).  Raises nothing for an unwritable directory."""
+    _memory[key] = value
+    d = cache_dir()
+    if d is None:
+        return
+    try:
+        sub = d / key[:2]
+        sub.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=sub, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(value, fh)
+        os.replace(tmp, sub / f"{key}.json")
+    except OSError:
+        pass  # an unwritable cache is no error: the value was computed live
+
+
+def cached_text(kind: str, inputs, compute: Callable[[], str]) -> str:
+    """``compute()`` (a string), stored under ``(kind, inputs)`` (JSON-able inputs)."""
+    key = entry_key(kind, inputs)
+    hit = load(key)
+    if isinstance(hit, str):
+        return hit
+    out = compute()
+    save(key, out)
+    return out
