@@ -73,10 +73,10 @@ def first_difference(a, b, path="$"):
     return None if a == b else f"{path}: {a!r} vs {b!r}"
 
 
-def write(out: Path, timeout: float) -> None:
+def write(out: Path, timeout: float, cases) -> None:
     out.mkdir(parents=True, exist_ok=True)
     exe = Path(sys.executable).parent / "softhard"
-    for name, argv in CASES:
+    for name, argv in cases:
         cert = out / f"{name}.json"
         cert.unlink(missing_ok=True)
         p = subprocess.run([str(exe), "certify", *argv, "-o", str(cert)], cwd=ROOT, capture_output=True, text=True,
@@ -87,9 +87,9 @@ def write(out: Path, timeout: float) -> None:
         print(f"{name:28s} rc={p.returncode} {'certificate' if cert.exists() else 'no certificate'}", flush=True)
 
 
-def compare(new: Path, base: Path) -> int:
+def compare(new: Path, base: Path, cases) -> int:
     bad = 0
-    for name, _ in CASES:
+    for name, _ in cases:
         rn, rb = (json.loads((d / f"{name}.run.json").read_text()) for d in (new, base))
         if (rn["rc"], rn["wrote"]) != (rb["rc"], rb["wrote"]):
             msg = f"exit {rb['rc']} -> {rn['rc']}, certificate {rb['wrote']} -> {rn['wrote']}"
@@ -102,7 +102,7 @@ def compare(new: Path, base: Path) -> int:
         what = "identical" if msg is None else f"DIFFERENT: {msg}"
         kind = "certificate" if rn["wrote"] else "no certificate (same exit code and output)"
         print(f"{name:28s} rc={rn['rc']} {what if msg else f'{what} ({kind})'}")
-    print(f"{len(CASES) - bad} of {len(CASES)} identical (timing fields aside)")
+    print(f"{len(cases) - bad} of {len(cases)} identical (timing fields aside)")
     return 1 if bad else 0
 
 
@@ -112,12 +112,20 @@ def main() -> int:
     ap.add_argument("--against", type=Path, help="compare the --write directory with this one")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--compare-only", action="store_true", help="compare the --write directory as it is")
+    ap.add_argument("--only", help="comma-separated case names (default: all)")
     a = ap.parse_args()
     if a.write is None:
         ap.error("--write DIR is required")
+    cases = CASES
+    if a.only:
+        names = a.only.split(",")
+        unknown = sorted(set(names) - {n for n, _ in CASES})
+        if unknown:
+            ap.error(f"unknown case(s): {', '.join(unknown)}")
+        cases = [c for c in CASES if c[0] in names]
     if not a.compare_only:
-        write(a.write, a.timeout)
-    return compare(a.write, a.against) if a.against else 0
+        write(a.write, a.timeout, cases)
+    return compare(a.write, a.against, cases) if a.against else 0
 
 
 if __name__ == "__main__":
