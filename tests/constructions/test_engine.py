@@ -13,12 +13,13 @@ import mpmath
 import numpy as np
 import pytest
 
-from softhard.constructions.compile import compile_formula
-from softhard.constructions.engine import HeadTrace, forward, forward_pair, run_head
+from softhard.constructions.compile import assign_attention, compile_formula
+from softhard.constructions.engine import HeadTrace, forward, forward_pair, forward_pass, run_head
 from softhard.constructions.errors import ParameterError
 from softhard.constructions.parse import parse_formula
-from softhard.constructions.residual import embed_cols
-from softhard.constructions.simulate import leak_rounding_allowance, observe, random_words, two_edge_words
+from softhard.constructions.residual import embed_cols, scratch_streams
+from softhard.constructions.simulate import (adversarial_words, edge_words, leak_rounding_allowance, observe,
+                                             periodic_words, random_words, two_edge_words)
 from softhard.constructions.softmax import exp_flush
 from softhard.constructions.structured_attention import affine_scan
 from softhard.constructions.transformer import MASKS, RULES, Block, Head, Transformer, mask_matrix
@@ -473,6 +474,57 @@ def test_observe_independent_of_batching_and_workers():
                 assert o2.inputs == ob.inputs
                 assert o2.leak == pytest.approx(ob.leak, rel=1e-12, abs=1e-300)
                 assert o2.output_error == pytest.approx(ob.output_error, rel=1e-12, abs=1e-300)
+
+
+def test_scratch_streams_reuse_one_buffer_with_the_same_values():
+    """Inside scratch_streams, scratch passes write their stream into one reused buffer (the
+    second, smaller batch's stream shares the first one's memory) and compute exactly what plain
+    forward passes compute; outside the block (or without scratch=True) every stream is new."""
+    m = _model("(a U b) | ((!a S b) & H (a | Y b))", "T")
+    tok1 = m.encode(random_words(["a", "b"], 6, 40, seed=1, n_min=40))
+    tok2 = m.encode(random_words(["a", "b"], 3, 25, seed=2, n_min=25))
+    it = 4.0 * 40 * 1.4
+    ref1, ref2 = forward(m, tok1, mode="soft", inv_tau=it), forward(m, tok2, mode="soft", inv_tau=it)
+
+    def run(tok, scratch=True):
+        return forward_pass(m, tok, soft=True, inv_tau=it, path="auto", chunk=None, keep_residuals=False,
+                            pair=False, scratch=scratch)[0]
+
+    with scratch_streams():
+        a = run(tok1)
+        assert np.array_equal(a.x, ref1.x)
+        for name, tr in ref1.heads.items():
+            assert np.array_equal(a.heads[name].leak, tr.leak) and np.array_equal(a.heads[name].soft, tr.soft)
+        with scratch_streams():  # nested: the same buffer
+            b = run(tok2)
+        assert np.shares_memory(a.x, b.x)
+        assert np.array_equal(b.x, ref2.x)
+        c = run(tok2)
+        assert np.shares_memory(b.x, c.x) and np.array_equal(c.x, ref2.x)
+        assert not np.shares_memory(run(tok2, scratch=False).x, c.x)
+    assert not np.shares_memory(run(tok2).x, c.x)  # outside the block: a new array
+
+
+def test_adversarial_words_pick_the_largest_leak_of_one_plain_forward():
+    """adversarial_words (scratch streams) picks, per head, the candidate with the largest leak of
+    one plain soft forward pass over all candidates (and for an average-hard head the largest
+    |soft − hard|), recomputed here without the search's code."""
+    g = compile_formula(parse_formula("P (a & Y b) | (!a S b)"), ["a", "b"])
+    assign_attention(g, "T", "auto")  # P: an average-hard head, searched on edge words too
+    m = build_transformer(g, "T")
+    n, it = 30, 4.0 * 30 * 1.4
+    got = adversarial_words(m, n, it)
+    cands = periodic_words(m.alphabet, n, 3)
+    g = m.meta["graph"]
+    outs = {v for v, a in g.nodes(data=True) if a.get("attention") == "average"}
+    if outs:
+        cands = list(dict.fromkeys(cands + edge_words(m.alphabet, n)))
+    tr = forward(m, m.encode(cands), mode="soft", inv_tau=it)
+    want = {name: cands[int(np.argmax(h.leak[:, 1:].max(axis=1)))] for name, h in tr.heads.items()}
+    for name in outs & set(tr.heads):
+        h = tr.heads[name]
+        want[name + ":output"] = cands[int(np.argmax(np.abs(h.soft[:, 1:] - h.hard[:, 1:]).max(axis=(1, 2))))]
+    assert outs and got == want and len(got) == len(tr.heads) + len(outs) >= 4
 
 
 def test_leak_rounding_allowance_observed_floor():
