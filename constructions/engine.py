@@ -162,14 +162,11 @@ class Trace:
 
 
 def forward_pass(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, chunk, keep_residuals: bool,
-                 pair: bool, hard_columns: Sequence[int] | None = None, scratch: bool = False):
+                 pair: bool, hard_columns: Sequence[int] | None = None):
     """Shared forward pass.  With ``pair``, the hard model runs alongside the soft one as an
     overlay of the columns where their residual streams differ; returns
-    ``(soft trace, hard trace or None, {c: hard column} for hard_columns)``.  ``scratch``: the
-    residual stream (the soft trace's ``x``, views in the hard columns) lives in the reused buffer
-    of :func:`softhard.constructions.residual.scratch_streams` when inside one: valid only until
-    the next scratch pass of the thread."""
-    X = embed_cols(model, tokens, scratch)
+    ``(soft trace, hard trace or None, {c: hard column} for hard_columns)``."""
+    X = embed_cols(model, tokens)
     cols = Columns(X)
     over: dict[int, np.ndarray] | None = {} if pair else None
     traces: dict[str, HeadTrace] = {}

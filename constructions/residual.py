@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -52,46 +51,9 @@ def _pe_columns(model: Transformer, n: int) -> dict[int, np.ndarray]:
     return cols
 
 
-_SCRATCH = threading.local()
-
-
-@contextmanager
-def scratch_streams():
-    """Within this block (per thread; blocks nest), ``embed_cols(..., scratch=True)`` writes every
-    stream into one reused buffer instead of a new array.
-
-    A stream of ``d·B·(n+1)`` float64 is far above glibc's mmap threshold, so each new one is
-    fresh pages, faulted in one by one: with ``d`` = 44 coordinates at 2^20 positions that is
-    86 000 page faults per forward pass (ISSUE 16: the system time of a certify's confirmation).
-    The buffer grows to the largest stream asked for and is dropped when the outermost block
-    ends.  Only for callers that are done with a stream before they embed the next one (the
-    numeric confirmation's runs: :mod:`softhard.constructions.simulate`); values are unchanged."""
-    depth = getattr(_SCRATCH, "depth", 0)
-    _SCRATCH.depth = depth + 1
-    try:
-        yield
-    finally:
-        _SCRATCH.depth = depth
-        if depth == 0:
-            _SCRATCH.buf = None
-
-
-def _stream_array(shape: tuple[int, int, int], scratch: bool) -> np.ndarray:
-    if not (scratch and getattr(_SCRATCH, "depth", 0)):
-        return np.empty(shape)
-    size = shape[0] * shape[1] * shape[2]
-    buf = getattr(_SCRATCH, "buf", None)
-    if buf is None or buf.size < size:
-        buf = None  # (the old buffer is released before the larger one is allocated)
-        _SCRATCH.buf = None
-        buf = _SCRATCH.buf = np.empty(size)
-    return buf[:size].reshape(shape)
-
-
-def embed_cols(model: Transformer, tokens: np.ndarray, scratch: bool = False) -> np.ndarray:
+def embed_cols(model: Transformer, tokens: np.ndarray) -> np.ndarray:
     """Residual stream after embedding, coordinate-major: ``(d, B, n+1)`` (same values as
-    :meth:`Transformer.embed`, transposed).  ``scratch``: inside :func:`scratch_streams`, the
-    array is the thread's reused buffer (overwritten by the next such call)."""
+    :meth:`Transformer.embed`, transposed)."""
     tokens = np.asarray(tokens)
     if tokens.ndim != 2:
         raise ParameterError(f"tokens must have shape (B, n), got {tokens.shape}")
@@ -103,7 +65,7 @@ def embed_cols(model: Transformer, tokens: np.ndarray, scratch: bool = False) ->
         raise ParameterError(f"token ids must lie in 0..{E.shape[0] - 1}")
     pe = _pe_columns(model, n)
     d = model.d
-    X = _stream_array((d, B, n + 1), scratch)
+    X = np.empty((d, B, n + 1))
     for c in range(d):
         col = E[:, c]
         xc = X[c]

@@ -17,9 +17,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from .engine import forward_pass
-from .residual import scratch_streams
-from .softmax import EXP_FLUSH, check_inv_tau
+from .engine import forward, forward_pass
+from .softmax import EXP_FLUSH
 from .transformer import Transformer
 
 U64 = np.finfo(np.float64).eps / 2  # unit roundoff of float64
@@ -228,9 +227,8 @@ def short_word(w: Sequence[str]) -> tuple[str, ...]:
 
 def _observe_batch(model: Transformer, chunk: list, n: int, it: float, path: str, out_ix: int):
     tok = model.encode(chunk)
-    # the stream is read (soft.x, hcols) before the next batch is embedded: a scratch stream
     soft, _, hcols = forward_pass(model, tok, soft=True, inv_tau=it, path=path, chunk=None, keep_residuals=False,
-                                  pair=True, hard_columns=[out_ix], scratch=True)
+                          pair=True, hard_columns=[out_ix])
     heads = {}
     for name, tr in soft.heads.items():
         leak = tr.leak[:, 1:]
@@ -279,17 +277,6 @@ def observe(model: Transformer, words: Sequence[Sequence[str]], inv_tau: float |
     else:
         pairs = (((c, n, it), _observe_batch(model, c, n, it, path, out_ix)) for c, n, it in jobs)
     best: dict[tuple[str, int], list] = {}
-    with scratch_streams():  # one residual-stream buffer for all batches (per thread)
-        _summarise(pairs, best, summary)
-    for (name, n), (lk, w, r, e, allow, count, it, pth) in best.items():
-        summary.heads.setdefault(name, {})[n] = HeadObservation(
-            node=name, n=n, inv_tau=it, inputs=count, leak=lk, word=tuple(w), row=r, output_error=e,
-            allowance_rel=allow, path=pth)
-    return summary
-
-
-def _summarise(pairs, best: dict, summary: RunSummary) -> None:
-    """Fold ``((chunk, n, inv_tau), _observe_batch result)`` pairs into ``best`` and ``summary``."""
     for (chunk, n, it), (heads, dev, mism, count) in pairs:
         for name, (lk, w, r, e, scale, kd, rt, pth) in heads.items():
             allow = leak_rounding_allowance(scale, kd, it, n + 1, rounding_terms=rt, observed=lk)
@@ -305,6 +292,11 @@ def _summarise(pairs, best: dict, summary: RunSummary) -> None:
         summary.words += count
         summary.mismatches.extend(mism)
         summary.max_output_deviation = max(summary.max_output_deviation, dev)
+    for (name, n), (lk, w, r, e, allow, count, it, pth) in best.items():
+        summary.heads.setdefault(name, {})[n] = HeadObservation(
+            node=name, n=n, inv_tau=it, inputs=count, leak=lk, word=tuple(w), row=r, output_error=e,
+            allowance_rel=allow, path=pth)
+    return summary
 
 
 def _group_by_length_raw(words: Iterable[Sequence[str]]) -> dict[int, list]:
@@ -331,29 +323,20 @@ def adversarial_words(model: Transformer, n: int, inv_tau: float, *, max_period:
     outs = {v for v, a in g.nodes(data=True) if a.get("attention") == "average"} if g is not None else set()
     if outs:
         cands = list(dict.fromkeys(cands + edge_words(model.alphabet, n)))
-    check_inv_tau(inv_tau)
     best: dict[str, tuple[float, int]] = {}
     k0 = 0
-    with scratch_streams():  # the stream is not kept (only the heads' traces): one buffer for all batches
-        for chunk in _batches(cands, n, len(cands), BATCH_POSITIONS):
-            soft, _, _ = forward_pass(model, model.encode(chunk), soft=True, inv_tau=float(inv_tau), path="auto",
-                                      chunk=None, keep_residuals=False, pair=False, scratch=True)
-            _fold_leaks(soft.heads, outs, best, k0)
-            k0 += len(chunk)
+    for chunk in _batches(cands, n, len(cands), BATCH_POSITIONS):
+        soft = forward(model, model.encode(chunk), mode="soft", inv_tau=inv_tau)
+        for name, tr in soft.heads.items():
+            crits = [(name, tr.leak[:, 1:].max(axis=1))]
+            if name in outs:
+                crits.append((name + ":output", np.abs(tr.soft[:, 1:] - tr.hard[:, 1:]).max(axis=(1, 2))))
+            for key, per_word in crits:
+                k = int(np.argmax(per_word))
+                if key not in best or per_word[k] > best[key][0]:
+                    best[key] = (float(per_word[k]), k0 + k)
+        k0 += len(chunk)
     return {name: cands[k] for name, (_, k) in best.items()}
-
-
-def _fold_leaks(heads: dict, outs: set, best: dict, k0: int) -> None:
-    """Fold one batch's head traces (its words numbered from ``k0``) into ``best``:
-    ``{head or "<head>:output": (largest leak or output error, word index)}`` (adversarial_words)."""
-    for name, tr in heads.items():
-        crits = [(name, tr.leak[:, 1:].max(axis=1))]
-        if name in outs:
-            crits.append((name + ":output", np.abs(tr.soft[:, 1:] - tr.hard[:, 1:]).max(axis=(1, 2))))
-        for key, per_word in crits:
-            k = int(np.argmax(per_word))
-            if key not in best or per_word[k] > best[key][0]:
-                best[key] = (float(per_word[k]), k0 + k)
 
 
 def edge_words(alphabet: Sequence[str], n: int, max_edge: int = 3, max_period: int = 2) -> list[tuple[str, ...]]:

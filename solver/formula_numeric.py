@@ -23,7 +23,6 @@ from ..bounds.confirm import attention_ancestors, confirm, key_patterns
 from ..constructions.counting import adversarial_layernorm_words, layernorms
 from ..constructions.errors import ParameterError
 from ..constructions.parameters import DEFAULT_MAX_POSITIONS
-from ..constructions.residual import scratch_streams
 from ..constructions.simulate import adversarial_words, all_words, random_words
 from .pipeline import Construction
 from .replay import VerifyReport
@@ -121,10 +120,9 @@ def numeric_section(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, 
         pos, dense = work_estimate(c, planned_lengths(c, n_max, plan),
                                    run_it if callable(run_it) else (lambda k: it))
         check_work(pos, dense, max_positions, "lower --n-max, choose a colder --tau, or give --no-numeric")
-    with scratch_streams():  # one residual-stream buffer for every run of the confirmation (values unchanged)
-        fams = numeric_families(c, n_max, run_it, **{k: v for k, v in plan.items() if k != "key_pattern_ns"})
-        conf = confirm(c.model, c.bounds, fams, run_it, beta=c.beta, eta=c.eta, progress=progress,
-                       key_pattern_ns=plan["key_pattern_ns"])
+    fams = numeric_families(c, n_max, run_it, **{k: v for k, v in plan.items() if k != "key_pattern_ns"})
+    conf = confirm(c.model, c.bounds, fams, run_it, beta=c.beta, eta=c.eta, progress=progress,
+                   key_pattern_ns=plan["key_pattern_ns"])
     per_node = conf.summary(word_chars=64)
     lengths = {f: [min(x.n for x in conf.checks if x.family == f), max(x.n for x in conf.checks if x.family == f)]
                for f in dict.fromkeys(x.family for x in conf.checks)}

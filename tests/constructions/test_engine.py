@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from softhard.constructions.compile import assign_attention, compile_formula
-from softhard.constructions.engine import HeadTrace, forward, forward_pair, forward_pass, run_head
+from softhard.constructions.engine import HeadTrace, forward, forward_pair, run_head
 from softhard.constructions.errors import ParameterError
 from softhard.constructions.parse import parse_formula
-from softhard.constructions.residual import embed_cols, scratch_streams
+from softhard.constructions.residual import embed_cols
 from softhard.constructions.simulate import (adversarial_words, edge_words, leak_rounding_allowance, observe,
                                              periodic_words, random_words, two_edge_words)
 from softhard.constructions.softmax import exp_flush
@@ -476,37 +476,8 @@ def test_observe_independent_of_batching_and_workers():
                 assert o2.output_error == pytest.approx(ob.output_error, rel=1e-12, abs=1e-300)
 
 
-def test_scratch_streams_reuse_one_buffer_with_the_same_values():
-    """Inside scratch_streams, scratch passes write their stream into one reused buffer (the
-    second, smaller batch's stream shares the first one's memory) and compute exactly what plain
-    forward passes compute; outside the block (or without scratch=True) every stream is new."""
-    m = _model("(a U b) | ((!a S b) & H (a | Y b))", "T")
-    tok1 = m.encode(random_words(["a", "b"], 6, 40, seed=1, n_min=40))
-    tok2 = m.encode(random_words(["a", "b"], 3, 25, seed=2, n_min=25))
-    it = 4.0 * 40 * 1.4
-    ref1, ref2 = forward(m, tok1, mode="soft", inv_tau=it), forward(m, tok2, mode="soft", inv_tau=it)
-
-    def run(tok, scratch=True):
-        return forward_pass(m, tok, soft=True, inv_tau=it, path="auto", chunk=None, keep_residuals=False,
-                            pair=False, scratch=scratch)[0]
-
-    with scratch_streams():
-        a = run(tok1)
-        assert np.array_equal(a.x, ref1.x)
-        for name, tr in ref1.heads.items():
-            assert np.array_equal(a.heads[name].leak, tr.leak) and np.array_equal(a.heads[name].soft, tr.soft)
-        with scratch_streams():  # nested: the same buffer
-            b = run(tok2)
-        assert np.shares_memory(a.x, b.x)
-        assert np.array_equal(b.x, ref2.x)
-        c = run(tok2)
-        assert np.shares_memory(b.x, c.x) and np.array_equal(c.x, ref2.x)
-        assert not np.shares_memory(run(tok2, scratch=False).x, c.x)
-    assert not np.shares_memory(run(tok2).x, c.x)  # outside the block: a new array
-
-
 def test_adversarial_words_pick_the_largest_leak_of_one_plain_forward():
-    """adversarial_words (scratch streams) picks, per head, the candidate with the largest leak of
+    """adversarial_words picks, per head, the candidate with the largest leak of
     one plain soft forward pass over all candidates (and for an average-hard head the largest
     |soft − hard|), recomputed here without the search's code."""
     g = compile_formula(parse_formula("P (a & Y b) | (!a S b)"), ["a", "b"])
