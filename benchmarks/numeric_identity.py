@@ -1,8 +1,8 @@
 """Bit-identity of certificates across a change to the numeric runs (ISSUE 16, "fifth pass: numeric").
 
 Writes the certificates of a fixed list of certify commands (every formula of ``examples/`` in
-regimes T and U at the default n_max, three at ``--n-max 10^6 --find-tau``, one ``--model``, one
-``--tracr``) into a directory, with the ``softhard`` of the Python that runs this script; then
+regimes T and U at the default n_max, and in P those that need it, three at ``--n-max 10^6
+--find-tau``, one ``--model``, one ``--tracr``) into a directory, with the ``softhard`` of the Python that runs this script; then
 compares two such directories field by field, timing fields aside (``created``, ``tool``,
 ``times``, ``hashes`` — the hashes cover the timings — and every ``seconds`` / ``*_s`` key).
 A command that writes no certificate (e.g. a formula a regime does not support) is compared by
@@ -31,7 +31,10 @@ FORMULAS = sorted(p.name for p in (ROOT / "examples").glob("*.ltl"))
 BIG = ["--n-max", "1000000", "--eta", "1/4", "--find-tau"]
 
 #: (name, argv after ``softhard certify``; the certificate goes to ``-o DIR/name.json``)
+#: the examples that need regime P (even()/odd()); T and U refuse them (exit 2, compared as such)
+NEED_P = ("parity.ltl", "tomita5.ltl")
 CASES = ([(f"{f[:-4]}_{r}", [f"examples/{f}", "--regime", r]) for f in FORMULAS for r in ("T", "U")]
+         + [(f"{f[:-4]}_P", [f"examples/{f}", "--regime", "P"]) for f in NEED_P]
          + [(f"{f}_T_1e6", [f"examples/{f}.ltl", "--regime", "T", *BIG]) for f in ("tomita4", "dyck1", "dyck1_depth2")]
          + [("model_ab", ["--model", "examples/models/ab_subsequence.json", "--n-max", "12", "--epsilon", "1/4",
                           "--find-tau"]),
