@@ -224,13 +224,20 @@ def accumulate(upd: dict, O: np.ndarray, W_O: np.ndarray) -> None:
 
 
 def _unit(cols: Columns, w: np.ndarray, bias: float) -> np.ndarray:
-    """``relu(Σ_r w_r x_r + bias)`` for one hidden unit (rows in increasing order)."""
+    """``relu(Σ_r w_r x_r + bias)`` for one hidden unit (rows in increasing order); a new array.
+
+    A first term of weight 1 is not copied: the first operation after it (the next term, the bias
+    or the ReLU) writes a new array instead of updating a copy in place — the same roundings."""
     out = None
+    owned = False  # whether `out` is an array of our own (else a column of the stream)
     for r in np.flatnonzero(w):
         wr = float(w[r])
         x = cols.get(int(r))
         if out is None:
-            out = x.copy() if wr == 1.0 else x * wr
+            out, owned = (x, False) if wr == 1.0 else (x * wr, True)
+        elif not owned:
+            out = out + x if wr == 1.0 else out - x if wr == -1.0 else out + x * wr
+            owned = True
         elif wr == 1.0:
             out += x
         elif wr == -1.0:
@@ -238,10 +245,16 @@ def _unit(cols: Columns, w: np.ndarray, bias: float) -> np.ndarray:
         else:
             out += x * wr
     if out is None:
-        out = np.zeros((cols.B, cols.N))
+        out, owned = np.zeros((cols.B, cols.N)), True
     if bias != 0.0:
-        out += bias
-    np.maximum(out, 0.0, out=out)
+        if owned:
+            out += bias
+        else:
+            out, owned = out + bias, True
+    if owned:
+        np.maximum(out, 0.0, out=out)
+    else:
+        out = np.maximum(out, 0.0)
     return out
 
 
@@ -261,7 +274,8 @@ def mlp_updates(m: MLP, cols: Columns) -> dict[int, np.ndarray]:
         outs = np.flatnonzero(m.W2[u])
         if not len(outs):
             continue
-        act = _unit(cols, m.W1[:, u], float(m.b1[u]))
+        act = _unit(cols, m.W1[:, u], float(m.b1[u]))  # a new array: the first weight-1 use takes it
+        taken = False
         for c in outs:
             c = int(c)
             w = float(m.W2[u, c])
@@ -272,8 +286,11 @@ def mlp_updates(m: MLP, cols: Columns) -> dict[int, np.ndarray]:
                     upd[c] -= act
                 else:
                     upd[c] += act * w
+            elif w == 1.0:
+                upd[c] = act.copy() if taken else act
+                taken = True
             else:
-                upd[c] = act.copy() if w == 1.0 else act * w
+                upd[c] = act * w
     return upd
 
 

@@ -222,15 +222,16 @@ def structured_eval(st: _Struct, V: np.ndarray, mask: str, rule: str, inv_tau, s
 
 
 def _visible(P: np.ndarray, mask: str) -> np.ndarray:
-    """From prefix sums ``P`` ``(B, N)`` (``P[:, t]`` = sum over real positions 1..t) the sum over
-    the positions each query row sees under ``mask`` (row 0, BOS, sees no real position)."""
+    """From prefix sums ``P`` ``(B, N)`` (``P[:, t]`` = sum over real positions 1..t, ``P[:, 0]`` = 0)
+    the sum over the positions each query row sees under ``mask`` (row 0, BOS, sees no real
+    position).  Under ``past`` that is ``P`` itself (returned as is, not copied)."""
+    if mask == "past":
+        return P
     B, N = P.shape
     out = np.zeros_like(P)
     tot = P[:, -1:]
     if mask == "strict_past":
         out[:, 1:] = P[:, :-1]
-    elif mask == "past":
-        out[:, 1:] = P[:, 1:]
     elif mask == "strict_future":
         out[:, 1:] = tot - P[:, 1:]
     elif mask == "future":
@@ -287,10 +288,16 @@ def _tied_eval(st: _Struct, V, mask, inv_tau, soft):
     num = np.zeros((dv, B, N))  # (a head without value columns, dv = 0, has an empty output)
     for l in range(dv):
         num[l] = wb * V[l][:, :1]
+    # a candidate's score is its finite offset or −inf (no visible member); with every row maximum
+    # finite, (−inf − smax)/τ is −inf already and the isfinite mask changes nothing (it does for a
+    # stream with inf/NaN entries: then the masked form is kept)
+    finite_max = bool(np.isfinite(smax).all())
     for sc, cnt, sums in cands:
-        w = exp_flush(np.where(np.isfinite(sc), (sc - smax) * inv_tau, -np.inf))
-        tot += cnt * w
-        rest += np.where(sc == smax, 0.0, cnt * w)
+        w = exp_flush((sc - smax) * inv_tau if finite_max else
+                      np.where(np.isfinite(sc), (sc - smax) * inv_tau, -np.inf))
+        cw = cnt * w
+        tot += cw
+        rest += np.where(sc == smax, 0.0, cw)
         for l in range(dv):
             num[l] += w * sums[l]
     return num / tot[None], hard, rest / tot, ties

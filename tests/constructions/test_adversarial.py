@@ -51,3 +51,28 @@ def test_key_pattern_leak_equals_the_dense_path(formula, pattern):
         dense = run_head(head, x, soft=True, inv_tau=inv_tau, path="dense").leak[0, 1:]
         assert ob.pattern == pattern and ob.row == int(np.argmax(dense)) + 1
         assert ob.leak == pytest.approx(float(dense.max()), rel=1e-9) and ob.leak > 0
+
+
+@pytest.mark.parametrize("formula,quantity", [("(!a) S b", "leak"), ("P (a & Y b)", "output"),
+                                              ("(a & Y b) S (b & !Y a)", "leak")])
+def test_key_pattern_leak_reads_only_the_heads_coordinates(formula, quantity):
+    """key_pattern_leak fills only the coordinates the head reads (the rest of its stream is
+    zero): every reported number equals, exactly, the head run on the whole embedding with the
+    pattern written in (the stream a model would give it)."""
+    g, m = _model(formula)
+    n, inv_tau = 200, 60.0
+    for node in [v for v in g if g.nodes[v].get("op") == "select" and g.nodes[v].get("key")]:
+        key, direction = g.nodes[node]["key"], g.nodes[node].get("direction", "past")
+        head = next(h for b in m.blocks for h in b.heads if h.name == node)
+        for pattern in ("ones", "zeros", "single"):
+            ob = A.key_pattern_leak(m, node, key, n, inv_tau, patterns=(pattern,), direction=direction,
+                                    quantity=quantity)
+            x = m.embed(np.ones((1, n), dtype=np.int64))
+            x[:, 1:, m.index(key)] = A.key_pattern(n, pattern, direction=direction)
+            x[:, 0, m.index(key)] = 0.0
+            tr = run_head(head, x, soft=True, inv_tau=inv_tau)
+            err = np.max(np.abs(tr.soft[0, 1:] - tr.hard[0, 1:]), axis=-1)
+            seen = tr.leak[0, 1:] if quantity == "leak" else err
+            r = int(np.argmax(seen))
+            assert (ob.leak, ob.row, ob.output_error) == (float(seen[r]), r + 1, float(err[r]))
+            assert (ob.score_scale, ob.key_dim) == (tr.score_scale, tr.key_dim)
