@@ -12,7 +12,6 @@ comparison only, never for proofs.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -279,8 +278,13 @@ def _lambdified_float(expr: sp.Expr):
 def _float_inv_tau(expr: sp.Expr, n_value, eta_value, beta_value, rel_tol: float) -> float | None:
     """float64 bisection for :func:`required_inv_tau`: the smallest 1/τ found with
     ``expr ≤ η`` whose lower neighbour at relative ``rel_tol / 4`` is not; ``None`` when float64
-    cannot decide (non-finite values, a range past :data:`MAX_INV_TAU`, or ``expr ≤ η`` already at
-    1/τ = 10^-30: the 0 answer is left to the 50-digit path).  Below 1/τ = 1 the bracket is found by
+    cannot decide (an evaluation raises, no 1/τ up to :data:`MAX_INV_TAU` gives a finite value
+    ``≤ η``, or ``expr ≤ η`` already at 1/τ = 10^-30: the 0 answer is left to the 50-digit path).
+    A NaN or +inf value counts as above η: +inf is, and a NaN (0·inf, inf − inf where float64
+    overflows, e.g. a composed bound's ``e^{2σ/τ}`` terms at small 1/τ) can only misplace the
+    crossing, which the caller's 50-digit polish then rejects (and falls back to the 50-digit
+    bisection).  Before, a NaN anywhere on the way sent the bound to that bisection (~2.5 s for a
+    depth-3 composed bound: notebooks/05, ISSUE 16).  Below 1/τ = 1 the bracket is found by
     halving (a bound that is NaN in float64 at 1/τ = 10^-30 still gets its float64 crossing)."""
     try:
         g, nv, b, e = _lambdified_float(expr), np.float64(n_value), np.float64(beta_value), np.float64(eta_value)
@@ -293,7 +297,7 @@ def _float_inv_tau(expr: sp.Expr, n_value, eta_value, beta_value, rel_tol: float
                 v = float(g(nv, np.float64(1.0) / x, b, e))
             except (TypeError, ValueError, ZeroDivisionError, OverflowError):
                 return None
-        return None if not math.isfinite(v) else bool(v <= e)
+        return bool(v <= e)  # False for NaN and +inf: above η (see the docstring)
 
     lo, hi = 0.0, 1.0
     while True:
@@ -311,7 +315,7 @@ def _float_inv_tau(expr: sp.Expr, n_value, eta_value, beta_value, rel_tol: float
                 return None  # the 0 answer is left to the 50-digit path
             r = ok(hi / 2)
             if r is None:
-                return None  # e.g. 0·inf at a tiny 1/τ
+                return None  # an evaluation raised
             if not r:
                 lo = hi / 2
                 break

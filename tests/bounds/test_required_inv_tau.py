@@ -116,3 +116,28 @@ def test_evaluate_is_memoised_without_changing_a_value():
                 assert a == plain
                 assert abs(a - mp_value(LEAK_T, nv, float(x))) <= abs(a) * mpmath.mpf(10) ** -45  # (x is a float exactly)
     assert D.evaluate(LEAK_T, n_value=10, inv_tau=0.5) is not D.evaluate(LEAK_T, n_value=10, inv_tau=Fraction(1, 2))
+
+
+#: e^{-1/τ} written as e^{n(2 - 1/τ)} · e^{-n(2 - 1/τ) - 1/τ}: at n = 1000 float64 gives inf·0 = NaN for
+#: 1/τ < 2 - 709/1000, below the crossing 1/τ = ln 4 ≈ 1.386 (a composed bound's e^{2σ/τ} terms do the
+#: same at small 1/τ: notebooks/05's depth-3 models, NaN up to 1/τ = 16)
+NAN_BELOW = sp.Mul(sp.exp(n * (2 - 1 / tau)), sp.exp(-n * (2 - 1 / tau) - 1 / tau), evaluate=False)
+
+
+def test_nan_below_the_crossing_is_bisected_in_float64(monkeypatch):
+    """A bound that float64 evaluates to NaN on part of the range below its crossing: the float64
+    bisection counts NaN as above η and finds the crossing; the 50-digit polish (2 evaluations)
+    confirms it, and the answer meets the contract by a separate 80-digit evaluation (before, the
+    first NaN sent it to the 50-digit bisection: ~50 evaluations)."""
+    import numpy as np
+
+    g = D._lambdified_float(NAN_BELOW)
+    with np.errstate(all="ignore"):
+        assert np.isnan(g(np.float64(1000), 1.0, 0.25, 0.25)) and g(np.float64(1000), 1 / 1.4, 0.25, 0.25) > 0
+    calls = []
+    real = D.evaluate
+    monkeypatch.setattr(D, "evaluate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    x = D.required_inv_tau(NAN_BELOW, n_value=1000)
+    assert len(calls) == 2  # the polish only
+    assert abs(x - mpmath.log(4)) <= 1e-12 * mpmath.log(4)
+    assert mp_value(NAN_BELOW, 1000, x) <= mpmath.mpf(1) / 4 < mp_value(NAN_BELOW, 1000, x * (1 - mpmath.mpf(1e-12)))
