@@ -265,7 +265,7 @@ def add_formula_options(p: argparse.ArgumentParser, *, formula_nargs: str | None
                         "log:S = 1/tau(n) = S*ln(n+1) (log-length scaling: logits times S*ln(n+1)); certify proves "
                         "every node for all n >= n-min (or says where and why it fails); without :S, certify "
                         "--find-tau finds the smallest S (multiples of 1/8); bound --schedule lin|log shows the S each node "
-                        "needs; run and confirm take lin:S or log:S and run each length n at 1/tau(n). certify, bound, run and confirm")
+                        "needs; run and confirm take lin:S or log:S and run each length n at 1/tau(n)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of tables")
 
 

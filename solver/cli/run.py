@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .options import FORMULA_HELP, add_formula_options, positive_int, tau_option
 
-HELP = "run the hard and soft transformers of a formula on one word"
+HELP = "run the hard and soft transformers of a formula, a model file or a Tracr export on one word"
 DESCRIPTION = ("Run the hard (UHA) and soft (softmax) transformers of a formula on STRING and print, per position, "
                "the reference value, the hard value, the soft clean value, and each attention node's soft value "
                "before clean-up.")

@@ -38,8 +38,8 @@ def print_formula_certificate(cert: dict, path=None) -> None:
           else f"n = {rng['n_max']} and the chosen tau")
     t = _table(show_header=True, header_style="bold", caption=f"bound: the node's error bound at {at} "
               "(its formula: 'softhard bound', or nodes[].bound in the certificate); time: solver seconds per "
-              "claim; arb: the independent interval re-check ('ok n<=2^40': it covers every n up to 2^40, "
-              "where ball arithmetic stops; the Z3 proof covers all n); obs/bound: worst observed error / bound — "
+              "claim; arb: the independent interval re-check in ball arithmetic (proved/refuted/unknown, or "
+              "'ok n<=2^40': it covers every n up to 2^40, where ball arithmetic stops; the Z3 proof covers all n); obs/bound: worst observed error / bound — "
               "the node's output error |soft - hard| for output bounds (quantity 'output', THEORY §4b), the leak "
               "otherwise (numeric tightness)", caption_justify="left")
     for col, mw in (("node", 28), ("op", 7), ("layer", 5), ("kind", 19), ("bound", 14), ("condition", 26),
