@@ -77,9 +77,11 @@ def derive(c: Construction) -> dict[str, NodeBound]:
     return dict(c.bounds)
 
 
-def verify(certificate: dict | str | os.PathLike, *, timeout_s: float = 20.0, budget_s: float = 600.0) -> VerifyReport:
+def verify(certificate: dict | str | os.PathLike, *, timeout_s: float | None = None, budget_s: float = 600.0
+           ) -> VerifyReport:
     """Verify a certificate (a dict, or a file read strictly) of any kind by replay
-    (docs/certificates.md); ``timeout_s`` per re-run query, ``budget_s`` for all re-proofs.
+    (docs/certificates.md); ``timeout_s`` per re-run query (None: the limit the certificate was
+    made with, ``solver.timeout_s``; 20 s for one without it), ``budget_s`` for all re-proofs.
     Returns the report (``.ok``, ``.problems`` by JSON path); raises
     :class:`~softhard.constructions.errors.CertificateError` only for a file that is not strict JSON."""
     cert = certificate if isinstance(certificate, dict) else load_certificate(certificate)

@@ -42,7 +42,7 @@ from .claims import (choice_static, claim_json, claim_specs, construction_static
 from .formula_numeric import NUMERIC_TEXTS, check_nodes, check_plan, numeric_section
 from .pipeline import Construction, rebuild
 from .precision import FORMATS, precision_section, separable_up_to
-from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport
+from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport, solver_section
 from .search import (SCHEDULE_NS, SEARCH_TRIES, empirical_inv_tau, find_inv_tau, find_schedule_constant,
                      schedule_requirement)
 
@@ -343,8 +343,11 @@ def assemble(c: Construction, *, inv_tau: Fraction, n_lo: int, n_max: int, all_n
     }
 
 
-def envelope(cert: dict, times: dict) -> dict:
-    """Add the measured envelope (``created``, ``tool`` versions, ``times``) and the hashes."""
+def envelope(cert: dict, times: dict, *, timeout_s: float) -> dict:
+    """Add the certifying run's solver settings (``solver``: ``timeout_s``, the per-query limit in
+    seconds, a replay input: :func:`~softhard.solver.replay.solver_section`), the measured envelope
+    (``created``, ``tool`` versions, ``times``) and the hashes.  Every kind's certify ends here."""
+    cert["solver"] = solver_section(timeout_s)
     cert["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     cert["tool"] = versions()
     cert["times"] = {k: round(v, 6) for k, v in times.items()}
@@ -419,7 +422,7 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | str |
     cert = assemble(c, inv_tau=inv_tau, n_lo=n_lo, n_max=n_max, all_n=all_n, timeout_s=timeout_s, proofs=proofs,
                     found=found, tune=tune, numeric=num, say=say)
     t_end = time.perf_counter()
-    return envelope(cert, {"search_s": t_solve - t_start, "numeric_s": t_num - t_solve, "solve_s": t_end - t_num,
+    return envelope(cert, timeout_s=timeout_s, times={"search_s": t_solve - t_start, "numeric_s": t_num - t_solve, "solve_s": t_end - t_num,
                            "total_s": t_end - t_start})
 
 

@@ -387,7 +387,7 @@ def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int =
     cert = assemble(c, an, inv_tau=inv_tau, n_lo=n_lo, n_max=n_max, timeout_s=timeout_s, proofs=proofs, found=found,
                     numeric=num, say=say)
     t_end = time.perf_counter()
-    return certificate.envelope(cert, {"gap_analysis_s": an.seconds, "search_s": t_search - t_start,
+    return certificate.envelope(cert, timeout_s=timeout_s, times={"gap_analysis_s": an.seconds, "search_s": t_search - t_start,
                                        "numeric_s": t_num - t_search, "solve_s": t_end - t_num,
                                        "total_s": an.seconds + t_end - t_start})
 

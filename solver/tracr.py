@@ -212,7 +212,7 @@ def certify_tracr(tm: TracrModel, *, epsilon="margin", n_target: int | None = No
         params = {"epsilon": eps, "n_target": n_target or int(info["max_seq_len"])}
         cert = assemble_uncertifiable(hm, info, doc, params, an)
         t_end = time.perf_counter()
-        return envelope(cert, {"analysis_s": t_end - t0, "total_s": t_end - t0})
+        return envelope(cert, timeout_s=timeout_s, times={"analysis_s": t_end - t0, "total_s": t_end - t0})
     params = {"epsilon": eps, "n_target": n_target or an.n_table}
     t_an = time.perf_counter()
     say("searching the minimum temperature and the largest lengths")
@@ -226,7 +226,7 @@ def certify_tracr(tm: TracrModel, *, epsilon="margin", n_target: int | None = No
     t_num = time.perf_counter()
     cert = assemble(an, doc, params, stated, proofs=ProofCache(), timeout_s=timeout_s, numeric=num, say=say)
     t_end = time.perf_counter()
-    return envelope(cert, {"analysis_s": t_an - t0, "search_s": t_search - t_an, "numeric_s": t_num - t_search,
+    return envelope(cert, timeout_s=timeout_s, times={"analysis_s": t_an - t0, "search_s": t_search - t_an, "numeric_s": t_num - t_search,
                            "solve_s": t_end - t_num, "total_s": t_end - t0})
 
 

@@ -294,7 +294,8 @@ def add_gap_options(p: argparse.ArgumentParser) -> None:
                    help="add the beta*j/n tie-break to UHA heads with ties (THEORY §4); default auto")
 
 
-def add_timeout_option(p: argparse.ArgumentParser, help: str = "hard wall-clock limit per solver query, seconds"
-                       ) -> None:
-    """``--timeout`` (seconds per solver query, default 20)."""
-    p.add_argument("--timeout", type=seconds_option, default=20.0, help=help)
+def add_timeout_option(p: argparse.ArgumentParser, help: str = "hard wall-clock limit per solver query, seconds "
+                       "(default 20)", default: float | None = 20.0) -> None:
+    """``--timeout`` (seconds per solver query; default 20, or ``default``: None for verify's
+    "the certificate's own limit")."""
+    p.add_argument("--timeout", type=seconds_option, default=default, help=help)

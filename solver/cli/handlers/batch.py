@@ -94,7 +94,7 @@ def verify_task(path: str, timeout_s: float, budget_s: float, debug: bool = Fals
                 raise
             return {"report": None, "kind": None, **_failure(e), "seconds": time.perf_counter() - t0}
     err = None if rep.ok else f"{rep.problems[0][0]}: {rep.problems[0][1]}"
-    return {"report": rep.to_json(), "kind": cert.get("kind"), "exit": 0 if rep.ok else EXIT_BAD_INPUT,
+    return {"report": rep.to_json(), "kind": cert.get("kind"), "exit": rep.exit_code,
             "error": err, "seconds": time.perf_counter() - t0}
 
 
@@ -226,7 +226,7 @@ def _cell(text) -> str:
 
 def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
     """Verify every certificate in ``files``; print the summary; returns the worst exit status
-    (0 valid, 2 invalid or unreadable, 3 internal error)."""
+    (0 valid, 1 could not be re-checked within the budgets, 2 invalid or unreadable, 3 internal error)."""
     debug = bool(getattr(args, "debug", False))
     jobs = [Job(index=i, args=args, label=f) for i, f in enumerate(files)]
     tasks = [(j, partial(verify_task, j.label, args.timeout, args.budget, debug)) for j in jobs]

@@ -1,6 +1,7 @@
 """``softhard verify``: re-check a certificate of any kind by replay (docs/certificates.md): the
 one :func:`softhard.solver.kinds.verify_certificate`.  Exit 0 for a valid certificate (whatever
-status it records), 2 for an invalid one, naming the first field that does not match."""
+status it records), 1 for one that could not be re-checked (its replay hit a solver time limit or
+budget, nothing found edited), 2 for an invalid one, naming the first field that does not match."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def handle(args) -> int:
 
 
 def handle_one(args) -> int:
-    """Verify the certificate file by replay; exit 0 only when it is valid."""
+    """Verify the certificate file by replay; exit 0 only when it is valid, 1 when it could not be
+    re-checked within the budgets (:attr:`VerifyReport.exit_code`), 2 when it is invalid."""
     cert = load_certificate(args.file)
     with progress(f"verifying {args.file} by replay"):
         rep = verify_certificate(cert, timeout_s=args.timeout, budget_s=args.budget)
@@ -34,8 +36,9 @@ def handle_one(args) -> int:
         print(json.dumps(rep.to_json(), indent=1))
     elif rep.ok:
         print(f"valid certificate: status {rep.status}; checked {', '.join(rep.checked)} ({rep.seconds:.2f} s)")
-    if not rep.ok:  # one line on stderr, with or without --json (as every exit 2)
+    if not rep.ok:  # one line on stderr, with or without --json (as every exit 1 or 2)
         f, m = rep.problems[0]
         more = f" (+{len(rep.problems) - 1} more problem(s); --json lists all)" if len(rep.problems) > 1 else ""
-        print(one_line(f"softhard: invalid certificate {args.file}: {f}: {m}{more}"), file=sys.stderr)
-    return 0 if rep.ok else 2
+        what = "could not re-check certificate" if rep.undecided else "invalid certificate"
+        print(one_line(f"softhard: {what} {args.file}: {f}: {m}{more}"), file=sys.stderr)
+    return rep.exit_code
