@@ -32,7 +32,7 @@ from ..bounds.core import tau as tau_sym
 from ..bounds.derive import NodeBound, evaluate, in_tau, required_inv_tau
 from ..bounds.params import Params
 from ..constructions.errors import CertificateError, ParameterError, SearchFailed
-from ..constructions.parameters import DEFAULT_MAX_POSITIONS, to_fraction
+from ..constructions.parameters import DEFAULT_MAX_POSITIONS, to_count, to_fraction, to_seconds
 from ..constructions.simulate import leak_rounding_allowance
 from .arbcheck import exceeds
 from .certjson import compute_hashes
@@ -383,11 +383,15 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | str |
     and False otherwise.
     ``max_positions``: the numeric confirmation's work budget (word positions, the dense attention
     path's work at a too-warm temperature included; None: no limit), checked before it runs.
-    Returns the certificate as a dict (schema 2); raises :class:`ParameterError` on bad input or a
-    numeric confirmation over the budget, and :class:`SearchFailed` when ``find_tau`` finds no
-    certifiable temperature.
+    ``n_max``/``n_lo``: integers ``>= 1`` (or an integral float or exact decimal text, ``"1e6"``, read
+    as the command line reads ``--n-max``); ``timeout_s``: each solver query's hard limit, in (0, 86400].
+    Returns the certificate as a dict (schema 2); raises :class:`ParameterError` on bad input (an
+    infinite, fractional or non-numeric ``n_max`` too) or a numeric confirmation over the budget,
+    and :class:`SearchFailed` when ``find_tau`` finds no certifiable temperature.
     """
     t_start = time.perf_counter()
+    n_max, n_lo = to_count(n_max, "n_max"), to_count(n_lo, "n_lo")
+    timeout_s = to_seconds(timeout_s, "timeout_s")
     if tau is not None and inv_tau is not None:
         raise ParameterError("give tau or inv_tau, not both")
     if inv_tau is not None:

@@ -41,6 +41,7 @@ from ..bounds.tracr import fs, generic_leak_expr
 from ..constructions.errors import CertificateError, ParameterError
 from ..constructions.hard_model import HardModel
 from ..constructions.modelfile import doc_sha256, model_from_doc
+from ..constructions.parameters import to_count, to_seconds
 from ..constructions.tracr import TracrModel, UnsupportedModel, bos_obstacle, parse_labels, sqrt_ratio_enclosure
 from .certificate import envelope
 from .certjson import canonical
@@ -201,8 +202,9 @@ def certify_tracr(tm: TracrModel, *, epsilon="margin", n_target: int | None = No
     the analysis does not cover."""
     t0 = time.perf_counter()
     say = progress or (lambda s: None)
-    if n_target is not None and n_target < 1:
-        raise ParameterError(f"--n must be >= 1, got {n_target}")
+    if n_target is not None:
+        n_target = to_count(n_target, "n_target (--n)")
+    timeout_s = to_seconds(timeout_s, "timeout_s (--timeout)")
     eps = _epsilon_param(epsilon)
     doc = tm.to_doc()
     hm = tm.hard_model()

@@ -14,13 +14,10 @@ from fractions import Fraction
 
 from ...constructions.errors import ParameterError
 from ...constructions.parameters import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS,
-                                         REGIMES, to_fraction)
+                                         MAX_TIMEOUT_S, REGIMES, to_fraction)
 
 #: exit status: success; a claim refuted or unknown / a check failed; bad input (one line, no traceback)
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-
-#: the longest solver time limit accepted (one day): beyond it a "limit" is no limit
-MAX_TIMEOUT_S = 86400.0
 
 
 @dataclass

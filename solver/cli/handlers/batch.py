@@ -142,7 +142,7 @@ def run_certify_batch(args: argparse.Namespace, jobs: list[Job],
     def finished(j: Job, r: dict) -> dict:
         path = out / j.name if out else None
         if path is not None and r["cert"] is not None and not r["resumed"]:
-            write_certificate(r["cert"], path, force=bool(args.force or args.resume))
+            write_certificate(r["cert"], path, force=bool(args.force or args.resume), force_name="--force")
         row = _certify_row(j, r, path)
         reported[0] += 1
         _report(args, row, f"[{reported[0]}/{len(jobs)}] {j.label} {_params_text(j.grid)}: {row['status']} "
