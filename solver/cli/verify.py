@@ -29,5 +29,9 @@ def add_arguments(p) -> None:
     p.add_argument("--budget", type=budget_option, default=DEFAULT_BUDGET_S, metavar="SECONDS",
                    help=f"total time for re-proving claims (default {DEFAULT_BUDGET_S:g}); a claim it stops is "
                         "reported as not re-checked, never as agreement")
+    p.add_argument("--no-cache", action="store_true",
+                   help="replay from a live derivation: the on-disk derivation cache off for this run (as "
+                        "SOFTHARD_CACHE=0); use it for a certificate from somebody else (the cache is trusted like "
+                        "the installed code: docs/certificates.md)")
     p.add_argument("--json", action="store_true", help="print the verification report as JSON")
     add_batch_options(p, resume=False)

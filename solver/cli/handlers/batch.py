@@ -38,6 +38,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ....constructions.errors import NotSimulable, SofthardError
+from ....bounds.store import set_disk_cache
 from ...certjson import load_certificate, write_certificate
 from ...distributed import Cluster, run_jobs
 from ...kinds import verify_certificate
@@ -82,9 +83,13 @@ def certify_task(certify_one: Callable[[argparse.Namespace], dict], args: argpar
             "seconds": time.perf_counter() - t0}
 
 
-def verify_task(path: str, timeout_s: float, budget_s: float, debug: bool = False) -> dict:
-    """One verify job: ``{"report": VerifyReport JSON | None, "kind", "exit", "error", "seconds"}``."""
+def verify_task(path: str, timeout_s: float | None, budget_s: float, debug: bool = False, no_cache: bool = False
+                ) -> dict:
+    """One verify job: ``{"report": VerifyReport JSON | None, "kind", "exit", "error", "seconds"}``;
+    ``no_cache``: the disk derivation cache off in the process that runs it (a Dask worker too)."""
     t0 = time.perf_counter()
+    if no_cache:
+        set_disk_cache(False)
     with mpmath.workdps(30):
         try:
             cert = load_certificate(path)
@@ -229,7 +234,8 @@ def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
     (0 valid, 1 could not be re-checked within the budgets, 2 invalid or unreadable, 3 internal error)."""
     debug = bool(getattr(args, "debug", False))
     jobs = [Job(index=i, args=args, label=f) for i, f in enumerate(files)]
-    tasks = [(j, partial(verify_task, j.label, args.timeout, args.budget, debug)) for j in jobs]
+    no_cache = bool(getattr(args, "no_cache", False))
+    tasks = [(j, partial(verify_task, j.label, args.timeout, args.budget, debug, no_cache)) for j in jobs]
     rows: dict[int, dict] = {}
 
     def finished(j: Job, r: dict) -> dict:

@@ -9,6 +9,7 @@ import json
 import sys
 from importlib import import_module
 
+from ....bounds.store import set_disk_cache
 from ...certjson import load_certificate
 from ...kinds import verify_certificate
 from ..options import one_line
@@ -19,6 +20,8 @@ from .jobs import BATCH, expand_inputs, is_batch
 def handle(args) -> int:
     """Verify every certificate given (files, directories, globs): one file exactly as
     :func:`handle_one`, several as a batch with a summary (:mod:`.batch`, imported only then: :data:`.jobs.BATCH`)."""
+    if getattr(args, "no_cache", False):
+        set_disk_cache(False)  # before any derivation (and in each batch job: batch.verify_task)
     files = expand_inputs(args.file, "certificate")
     if is_batch(args, len(files)) or len(args.file) > 1 or files != args.file:
         return import_module(BATCH).run_verify_batch(args, files)
