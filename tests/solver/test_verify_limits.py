@@ -101,6 +101,12 @@ def test_a_budget_stopped_replay_exits_1_not_2(cert, tmp_path, capsys):
     assert main(["verify", str(p), "--budget", "0.001", "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["valid"] is False and out["undecided"] is True
+    clear_replay_cache()
+    q = tmp_path / "d.json"
+    q.write_text(json.dumps(cert))
+    assert main(["verify", str(p), str(q), "--budget", "0.001"]) == 1  # a batch: the worst job's status
+    cap = capsys.readouterr()
+    assert "could not re-check" in cap.out + cap.err
     # an edit (not re-hashed) is still "invalid" (2), whatever the budget
     bad = copy.deepcopy(cert)
     bad["range"]["n_max"] = 999

@@ -243,11 +243,17 @@ def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
         row = {"job": j.index, "certificate": j.label, "kind": r["kind"], "valid": bool(rep and rep["valid"]),
                "status": rep["status"] if rep else None, "exit": r["exit"], "seconds": round(r["seconds"], 3),
                "problems": rep["problems"] if rep else None, "error": r["error"]}
-        _report(args, row, f"[{len(rows) + 1}/{len(jobs)}] {j.label}: {'valid' if row['valid'] else 'INVALID'} "
+        _report(args, row, f"[{len(rows) + 1}/{len(jobs)}] {j.label}: {_verdict(row)} "
                            f"({r['seconds']:.2f} s)")
         return row
 
     return _run(args, jobs, tasks, rows, finished, _print_verify_table)
+
+
+def _verdict(row: dict) -> str:
+    """A verify row's verdict: valid (exit 0), could not re-check (exit 1: a budget stopped the
+    replay, nothing found edited), INVALID (2) or an error (3)."""
+    return "valid" if row["valid"] else ("could not re-check" if row["exit"] == 1 else "INVALID")
 
 
 def _print_verify_table(rows: list[dict]) -> None:
@@ -257,7 +263,8 @@ def _print_verify_table(rows: list[dict]) -> None:
     for col in ("#", "certificate", "kind", "status", "verdict", "time s", "first problem"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        v = "[green]valid[/green]" if r["valid"] else "[red]INVALID[/red]"
+        v = {"valid": "[green]valid[/green]", "could not re-check": "[yellow]could not re-check[/yellow]"}.get(
+            _verdict(r), "[red]INVALID[/red]")
         t.add_row(str(r["job"]), _cell(r["certificate"]), _cell(r["kind"] or "-"), _cell(r["status"] or "-"), v,
                   f"{r['seconds']:.2f}", _cell(r["error"] or "-"))
     stdout_console().print(t)
