@@ -13,7 +13,8 @@ the same keys as before this split, tested) and the source of every module in ``
 
 Where: ``$SOFTHARD_CACHE_DIR``, else ``$XDG_CACHE_HOME/softhard``, else ``~/.cache/softhard``
 (subdirectory ``derivations``); ``SOFTHARD_CACHE=0`` turns the disk layer off (the in-process
-layer stays).  A directory that cannot be written is ignored (results are then computed live).
+layer stays), and so does :func:`set_disk_cache` ``(False)`` for the rest of the process (``verify
+--no-cache``: a replay from a live derivation, trusting no file of the cache).  A directory that cannot be written is ignored (results are then computed live).
 Writes are atomic (``os.replace``); concurrent processes at worst compute an entry twice.
 """
 
@@ -32,6 +33,8 @@ _PKG_ROOT = Path(__file__).resolve().parent
 _SOURCE_DIRS = (_PKG_ROOT, _PKG_ROOT.parent / "constructions", _PKG_ROOT.parent / "solver")
 
 _memory: dict[str, object] = {}  # key -> JSON value (both layers)
+#: the programmatic switch of the disk layer: [None] = ``$SOFTHARD_CACHE`` decides (:func:`set_disk_cache`)
+_disk_switch: list[bool | None] = [None]
 _fingerprint: list[str] = []
 
 
@@ -57,9 +60,29 @@ def fingerprint() -> str:
     return _fingerprint[0]
 
 
+def set_disk_cache(enabled: bool | None) -> None:
+    """Turn the disk layer of the derivation cache on (True) or off (False) in this process, whatever
+    ``$SOFTHARD_CACHE`` says; None: back to ``$SOFTHARD_CACHE``.  Off, nothing is read from or written
+    to disk: every result is derived live (the in-process layer holds only what this process computed
+    or, before the switch, read).  ``verify --no-cache`` sets it before any derivation; a process that
+    already read entries from disk keeps what it derived from them in memory (use a fresh process).
+    Raises :class:`TypeError` for anything but a bool or None."""
+    if enabled is not None and not isinstance(enabled, bool):
+        raise TypeError(f"set_disk_cache takes True, False or None, got {enabled!r}")
+    _disk_switch[0] = enabled
+
+
+def disk_cache_enabled() -> bool:
+    """Whether the disk layer is on: :func:`set_disk_cache`'s setting, else ``$SOFTHARD_CACHE`` != "0"."""
+    if _disk_switch[0] is not None:
+        return _disk_switch[0]
+    return os.environ.get("SOFTHARD_CACHE", "1") != "0"
+
+
 def cache_dir() -> Path | None:
-    """The directory of the disk layer, or None when it is turned off (``SOFTHARD_CACHE=0``)."""
-    if os.environ.get("SOFTHARD_CACHE", "1") == "0":
+    """The directory of the disk layer, or None when it is turned off (``SOFTHARD_CACHE=0`` or
+    :func:`set_disk_cache` ``(False)``)."""
+    if not disk_cache_enabled():
         return None
     base = os.environ.get("SOFTHARD_CACHE_DIR")
     if base:

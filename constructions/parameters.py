@@ -93,6 +93,42 @@ def to_fraction(x, what: str = "value") -> Fraction:
     return num / den
 
 
+#: the longest solver time limit accepted (one day; ``--timeout``, ``--budget``, ``timeout_s``): beyond
+#: it a "limit" is no limit
+MAX_TIMEOUT_S = 86400.0
+
+
+def to_seconds(x, what: str) -> float:
+    """A time limit in seconds, finite and in (0, :data:`MAX_TIMEOUT_S`]; raises
+    :class:`ParameterError` naming ``what`` otherwise (also for a non-number)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float, Fraction)):
+        raise ParameterError(f"{what} must be a number of seconds, got {repr(x)[:40]}")
+    v = float(x)
+    if not (0 < v <= MAX_TIMEOUT_S):  # also rejects NaN
+        raise ParameterError(f"{what} must be > 0 and <= {MAX_TIMEOUT_S:g} seconds, got {x!r}")
+    return v
+
+
+def to_count(x, what: str, minimum: int = 1) -> int:
+    """An integer ``>= minimum`` (a length such as ``n_max``) read exactly as the command line's
+    integer options read it: an ``int``, an integral finite ``float`` through its decimal string
+    (``1e3`` is 1000), or exact decimal text (``"1000"``, ``"1e6"``).  Raises
+    :class:`ParameterError` naming ``what`` for a bool, NaN, an infinity, a fraction, unparsable
+    text, another type, or a value below ``minimum``."""
+    if isinstance(x, bool) or not isinstance(x, (int, float, str, Fraction)):
+        raise ParameterError(f"{what} must be an integer >= {minimum}, got {repr(x)[:40]}")
+    if isinstance(x, int):
+        v = x
+    else:
+        q = to_fraction(x, what)  # NaN/infinity/text: one line naming what
+        if q.denominator != 1:
+            raise ParameterError(f"{what} must be an integer, got {_show(str(x))}")
+        v = q.numerator
+    if v < minimum:
+        raise ParameterError(f"{what} must be >= {minimum}, got {v}")
+    return v
+
+
 REGIMES = ("T", "U", "P")
 DEFAULT_BETA = Fraction(1, 4)
 DEFAULT_ETA = Fraction(1, 4)
@@ -211,19 +247,20 @@ def check_comparator_weights(node: str, terms, const: int) -> None:
                              f"the comparator's weight constant + 1/2 is exact")
 
 
-def check_output_path(path: str | os.PathLike, *, force: bool = False) -> Path:
+def check_output_path(path: str | os.PathLike, *, force: bool = False, force_name: str = "--force") -> Path:
     """The certificate's output path, or :class:`ParameterError` if it is a directory, exists
     (without ``force``), lies in a missing directory or holds a NUL character — checked before any
     work is done (the command line checks it before it even loads a command's handler:
     :func:`softhard.solver.cli.certify.precheck`) and again when the file is written
-    (:func:`softhard.solver.certjson.write_certificate`)."""
+    (:func:`softhard.solver.certjson.write_certificate`).  ``force_name``: how the message names the
+    override (``--force`` on the command line, ``force=True`` from Python)."""
     p = Path(path)
     if "\x00" in str(p):  # only an in-process call can pass one (no OS argument holds it)
         raise ParameterError(f"{p}: not a file name (it contains a NUL character)")
     if p.is_dir():
         raise ParameterError(f"{p}: is a directory; give a file name for the certificate")
     if p.exists() and not force:
-        raise ParameterError(f"{p}: file exists; use --force to overwrite it")
+        raise ParameterError(f"{p}: file exists; use {force_name} to overwrite it")
     if p.parent and not p.parent.exists():
         raise ParameterError(f"{p.parent}: no such directory")
     return p

@@ -18,7 +18,8 @@ from ..bounds.derive import NodeBound
 from ..bounds.params import Params
 from ..constructions.engine import Trace, forward
 from ..constructions.errors import ParameterError, SofthardError
-from ..constructions.parameters import DEFAULT_MAX_POSITIONS
+from ..constructions.parameters import DEFAULT_MAX_POSITIONS, to_count
+from ..constructions.softmax import check_inv_tau
 from ..constructions.hard_model import ModelSpec
 from ..constructions.modelfile import load_model
 from ..constructions.parse import FormulaSpec, load_spec, tokenize
@@ -55,7 +56,11 @@ def build(spec: FormulaSpec, params: Params | None = None) -> Construction:
     ``params``: regime, β, η, comparator, ε_LN, schedule (default ``Params()``: regime T, β = η = 1/4,
     constant τ; ``Params(schedule="log")`` makes :func:`certify`'s τ the schedule's constant S, THEORY §9).
     Raises :class:`ParameterError` for parameters the construction cannot use (e.g. parity outside
-    regime P).  Source: THEORY §3–§5."""
+    regime P), and for a ``spec`` that is not a :class:`FormulaSpec` (a path or formula text: load
+    it first with :func:`load_formula`).  Source: THEORY §3–§5."""
+    _expect(spec, FormulaSpec, "build", "softhard.load_formula(path or formula text)")
+    if params is not None and not isinstance(params, Params):
+        raise ParameterError(f"build: params must be a softhard.Params, got {type(params).__name__}")
     p = params or Params()
     # the one Params object, whole (its schedule and construction too), onto the one pipeline
     return build_formula(spec, p if p.eta is not None else p.with_(eta=Fraction(1, 4)))
@@ -66,9 +71,19 @@ def build_model(spec: ModelSpec, *, n_max: int, epsilon="margin", progress=None,
     """A hard-attention model file's construction and its gap analysis (premises) up to length
     ``n_max``; ``epsilon``: the output tolerance ε (exact, or ``"margin"``: from the outputs'
     rounding margins).  ``options`` as :func:`softhard.solver.models.build_model_construction`.
-    Raises :class:`ParameterError`, :class:`~softhard.constructions.errors.ModelFormatError`.
-    Source: THEORY §2, §6; docs/models.md."""
+    Raises :class:`ParameterError` (also for a ``spec`` that is not a :class:`ModelSpec`: load it
+    with :func:`load_model`; an ``n_max`` that is not an integer >= 1),
+    :class:`~softhard.constructions.errors.ModelFormatError`.  Source: THEORY §2, §6; docs/models.md."""
+    _expect(spec, ModelSpec, "build_model", "softhard.load_model(path)")
+    n_max = to_count(n_max, "n_max")
     return build_model_construction(spec, n_max=n_max, epsilon=epsilon, progress=progress, **options)
+
+
+def _expect(value, cls: type, func: str, load: str) -> None:
+    """Raise :class:`ParameterError` unless ``value`` is a ``cls`` (one line naming the loader)."""
+    if not isinstance(value, cls):
+        raise ParameterError(f"{func} takes a {cls.__name__}, got {type(value).__name__} {repr(value)[:40]}; "
+                             f"load it first with {load}")
 
 
 def derive(c: Construction) -> dict[str, NodeBound]:
@@ -77,9 +92,11 @@ def derive(c: Construction) -> dict[str, NodeBound]:
     return dict(c.bounds)
 
 
-def verify(certificate: dict | str | os.PathLike, *, timeout_s: float = 20.0, budget_s: float = 600.0) -> VerifyReport:
+def verify(certificate: dict | str | os.PathLike, *, timeout_s: float | None = None, budget_s: float = 600.0
+           ) -> VerifyReport:
     """Verify a certificate (a dict, or a file read strictly) of any kind by replay
-    (docs/certificates.md); ``timeout_s`` per re-run query, ``budget_s`` for all re-proofs.
+    (docs/certificates.md); ``timeout_s`` per re-run query (None: the limit the certificate was
+    made with, ``solver.timeout_s``; 20 s for one without it), ``budget_s`` for all re-proofs.
     Returns the report (``.ok``, ``.problems`` by JSON path); raises
     :class:`~softhard.constructions.errors.CertificateError` only for a file that is not strict JSON."""
     cert = certificate if isinstance(certificate, dict) else load_certificate(certificate)
@@ -110,10 +127,13 @@ def confirm(c: Construction, *, n_max: int, inv_tau: float, max_positions: int |
 
     Bounded as ``certify``'s run is: the work is estimated from the plan before any run
     (:func:`~softhard.solver.formula_numeric.work_estimate`, in word positions) and refused above
-    ``max_positions`` (None: no limit) with :class:`ParameterError`; ``n_max < 1`` is a
-    :class:`ParameterError`, an unknown option a ``TypeError``."""
-    if n_max < 1:
-        raise ParameterError(f"n_max must be >= 1, got {n_max}")
+    ``max_positions`` (None: no limit) with :class:`ParameterError`; an ``n_max`` that is not an
+    integer >= 1 (an integral float or exact decimal text such as ``"1e3"`` is read as the command
+    line reads it) or an ``inv_tau`` that is not finite and > 0 is a :class:`ParameterError`, an
+    unknown option a ``TypeError``."""
+    n_max = to_count(n_max, "n_max")
+    if not callable(inv_tau):
+        check_inv_tau(inv_tau)
     plan = resolve_plan(n_max, {**families_options, "key_pattern_ns": []})  # no key-pattern runs here
     if max_positions is not None:
         run_it = inv_tau if callable(inv_tau) else (lambda k: float(inv_tau))

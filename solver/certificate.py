@@ -32,7 +32,7 @@ from ..bounds.core import tau as tau_sym
 from ..bounds.derive import NodeBound, evaluate, in_tau, required_inv_tau
 from ..bounds.params import Params
 from ..constructions.errors import CertificateError, ParameterError, SearchFailed
-from ..constructions.parameters import DEFAULT_MAX_POSITIONS, to_fraction
+from ..constructions.parameters import DEFAULT_MAX_POSITIONS, to_count, to_fraction, to_seconds
 from ..constructions.simulate import leak_rounding_allowance
 from .arbcheck import exceeds
 from .certjson import compute_hashes
@@ -42,7 +42,7 @@ from .claims import (choice_static, claim_json, claim_specs, construction_static
 from .formula_numeric import NUMERIC_TEXTS, check_nodes, check_plan, numeric_section
 from .pipeline import Construction, rebuild
 from .precision import FORMATS, precision_section, separable_up_to
-from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport
+from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport, solver_section
 from .search import (SCHEDULE_NS, SEARCH_TRIES, empirical_inv_tau, find_inv_tau, find_schedule_constant,
                      schedule_requirement)
 
@@ -343,8 +343,11 @@ def assemble(c: Construction, *, inv_tau: Fraction, n_lo: int, n_max: int, all_n
     }
 
 
-def envelope(cert: dict, times: dict) -> dict:
-    """Add the measured envelope (``created``, ``tool`` versions, ``times``) and the hashes."""
+def envelope(cert: dict, times: dict, *, timeout_s: float) -> dict:
+    """Add the certifying run's solver settings (``solver``: ``timeout_s``, the per-query limit in
+    seconds, a replay input: :func:`~softhard.solver.replay.solver_section`), the measured envelope
+    (``created``, ``tool`` versions, ``times``) and the hashes.  Every kind's certify ends here."""
+    cert["solver"] = solver_section(timeout_s)
     cert["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     cert["tool"] = versions()
     cert["times"] = {k: round(v, 6) for k, v in times.items()}
@@ -380,11 +383,15 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | str |
     and False otherwise.
     ``max_positions``: the numeric confirmation's work budget (word positions, the dense attention
     path's work at a too-warm temperature included; None: no limit), checked before it runs.
-    Returns the certificate as a dict (schema 2); raises :class:`ParameterError` on bad input or a
-    numeric confirmation over the budget, and :class:`SearchFailed` when ``find_tau`` finds no
-    certifiable temperature.
+    ``n_max``/``n_lo``: integers ``>= 1`` (or an integral float or exact decimal text, ``"1e6"``, read
+    as the command line reads ``--n-max``); ``timeout_s``: each solver query's hard limit, in (0, 86400].
+    Returns the certificate as a dict (schema 2); raises :class:`ParameterError` on bad input (an
+    infinite, fractional or non-numeric ``n_max`` too) or a numeric confirmation over the budget,
+    and :class:`SearchFailed` when ``find_tau`` finds no certifiable temperature.
     """
     t_start = time.perf_counter()
+    n_max, n_lo = to_count(n_max, "n_max"), to_count(n_lo, "n_lo")
+    timeout_s = to_seconds(timeout_s, "timeout_s")
     if tau is not None and inv_tau is not None:
         raise ParameterError("give tau or inv_tau, not both")
     if inv_tau is not None:
@@ -419,7 +426,7 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | str |
     cert = assemble(c, inv_tau=inv_tau, n_lo=n_lo, n_max=n_max, all_n=all_n, timeout_s=timeout_s, proofs=proofs,
                     found=found, tune=tune, numeric=num, say=say)
     t_end = time.perf_counter()
-    return envelope(cert, {"search_s": t_solve - t_start, "numeric_s": t_num - t_solve, "solve_s": t_end - t_num,
+    return envelope(cert, timeout_s=timeout_s, times={"search_s": t_solve - t_start, "numeric_s": t_num - t_solve, "solve_s": t_end - t_num,
                            "total_s": t_end - t_start})
 
 

@@ -359,13 +359,15 @@ def _short(x, limit: int = 80) -> str:
 # writing
 
 
-def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = False) -> Path:
+def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = False, force_name: str = "force=True"
+                      ) -> Path:
     """Write ``cert`` atomically as strict JSON: a temporary file in the same folder, fsync, then
     rename (or hard link, so a file that appeared meanwhile is never clobbered without ``force``).
 
     Raises :class:`ParameterError` for an existing file (without ``force``) or a value that is not
-    strict JSON (NaN/Infinity, named by path); on any error the target is untouched."""
-    p = check_output_path(path, force=force)
+    strict JSON (NaN/Infinity, named by path); on any error the target is untouched.  ``force_name``:
+    how the existing-file message names the override (the command line passes ``--force``)."""
+    p = check_output_path(path, force=force, force_name=force_name)
     check_finite(cert)
     data = json.dumps(cert, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent or "."))
@@ -383,10 +385,10 @@ def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = Fals
             try:
                 os.link(tmp, p)
             except FileExistsError:
-                raise ParameterError(f"{p}: file exists; use --force to overwrite it") from None
+                raise ParameterError(f"{p}: file exists; use {force_name} to overwrite it") from None
             except OSError:  # a file system without hard links: the checked rename
                 if p.exists():
-                    raise ParameterError(f"{p}: file exists; use --force to overwrite it") from None
+                    raise ParameterError(f"{p}: file exists; use {force_name} to overwrite it") from None
                 os.replace(tmp, p)
             else:
                 os.unlink(tmp)

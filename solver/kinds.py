@@ -39,9 +39,11 @@ class Registry(Mapping):
 KINDS: Mapping[str, Kind] = Registry()
 
 
-def verify_certificate(cert: dict, *, timeout_s: float = 20.0, budget_s: float = DEFAULT_BUDGET_S) -> VerifyReport:
+def verify_certificate(cert: dict, *, timeout_s: float | None = None, budget_s: float = DEFAULT_BUDGET_S
+                       ) -> VerifyReport:
     """Verify a certificate of any kind by replay (:func:`softhard.solver.replay.verify`): every
     field except the measured ones re-derived and compared, problems named by JSON path.  Never
-    raises for a bad certificate.  ``timeout_s``: hard limit per re-run solver query; ``budget_s``:
+    raises for a bad certificate.  ``timeout_s``: hard limit per re-run solver query (None: the
+    certificate's own ``solver.timeout_s``, 20 s without it); ``budget_s``:
     total time for re-proving claims."""
     return verify(cert, KINDS, timeout_s=timeout_s, budget_s=budget_s)

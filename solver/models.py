@@ -58,7 +58,7 @@ from ..constructions.tie_breaks import TieBreak, plan_tie_breaks, same_hard_outp
 from ..constructions.hard_model import HardModel, ModelSpec
 from ..constructions.modelfile import doc_sha256, model_from_doc
 from ..constructions.words import count_words, word_count_text
-from ..constructions.parameters import to_fraction
+from ..constructions.parameters import to_count, to_fraction, to_seconds
 from . import certificate
 from .check import ProofCache
 from .claims import frac_str, parse_frac
@@ -185,8 +185,7 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
     use_margin = isinstance(epsilon, str) and epsilon.strip() == "margin"
     if not use_margin:
         epsilon = check_epsilon(epsilon)
-    if n_max < 1:
-        raise ParameterError(f"--n-max must be >= 1, got {n_max}")
+    n_max = to_count(n_max, "n_max (--n-max)")
     count_words(len(spec.alphabet), n_max)  # the certificate's total_words: refuse beyond its limit first
     if tie_break_mode not in ("auto", "off"):
         raise ParameterError(f"tie-break mode must be auto or off, got {tie_break_mode!r}")
@@ -357,8 +356,10 @@ def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int =
     :class:`SearchFailed` when ``find_tau`` finds no certifiable temperature, :class:`NotSimulable`
     when the needed 1/τ is beyond 1e300 (a gap too small to matter)."""
     t_start = time.perf_counter()
+    n_max, n_lo = to_count(n_max, "n_max (--n-max)"), to_count(n_lo, "n_lo")
+    timeout_s = to_seconds(timeout_s, "timeout_s (--timeout)")
     if n_max > an.report.n_max:
-        raise ParameterError(f"--n-max {n_max} exceeds the gap analysis length {an.report.n_max}")
+        raise ParameterError(f"n_max (--n-max) {n_max} exceeds the gap analysis length {an.report.n_max}")
     certificate.check_range(n_lo, n_max, tau, find_tau)
     say = progress or (lambda s: None)
     proofs = ProofCache()
@@ -387,7 +388,7 @@ def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int =
     cert = assemble(c, an, inv_tau=inv_tau, n_lo=n_lo, n_max=n_max, timeout_s=timeout_s, proofs=proofs, found=found,
                     numeric=num, say=say)
     t_end = time.perf_counter()
-    return certificate.envelope(cert, {"gap_analysis_s": an.seconds, "search_s": t_search - t_start,
+    return certificate.envelope(cert, timeout_s=timeout_s, times={"gap_analysis_s": an.seconds, "search_s": t_search - t_start,
                                        "numeric_s": t_num - t_search, "solve_s": t_end - t_num,
                                        "total_s": an.seconds + t_end - t_start})
 

@@ -127,16 +127,26 @@ def unchecked_fields(kind: str) -> tuple[str, ...]:
 @dataclass
 class VerifyReport:
     """``problems``: ``(json path, message)`` pairs, valid iff empty; ``checked``: what was re-done;
-    ``status``: the certificate's stated status; ``seconds``: wall time of the verification."""
+    ``status``: the certificate's stated status; ``seconds``: wall time of the verification;
+    ``undecided``: every problem comes from a replay that hit a solver budget (a query's time limit,
+    a claim's box or time budget, verify's total budget), nothing was found edited or inconsistent:
+    the certificate could not be re-checked, which is not the same as invalid."""
 
     problems: list[tuple[str, str]] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)
     status: str | None = None
     seconds: float = 0.0
+    undecided: bool = False
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def exit_code(self) -> int:
+        """The command line's exit status (README, "Exit status"): 0 valid, 1 could not be re-checked
+        (:attr:`undecided`), 2 invalid."""
+        return 0 if self.ok else (1 if self.undecided else 2)
 
     def add(self, where: str, msg: str) -> None:
         self.problems.append((where, msg))
@@ -144,7 +154,7 @@ class VerifyReport:
     def to_json(self) -> dict:
         return {"valid": self.ok, "status": self.status,
                 "problems": [{"field": f, "message": m} for f, m in self.problems],
-                "checked": self.checked, "seconds": round(self.seconds, 6)}
+                "checked": self.checked, "undecided": self.undecided, "seconds": round(self.seconds, 6)}
 
 
 @dataclass(frozen=True)
@@ -210,6 +220,31 @@ def _envelope(cert, rep: VerifyReport) -> bool:
 BUDGET_WORDS = ("timeout", "time limit", "budget")
 #: default total time a verify may spend re-proving claims (seconds; ``--budget``)
 DEFAULT_BUDGET_S = 600.0
+#: the per-query solver time limit a replay uses for a certificate that does not record its own
+#: (``solver.timeout_s``, written since the field was added; certify's ``--timeout`` default)
+DEFAULT_TIMEOUT_S = 20.0
+#: the certificate's section recording the certifying run's solver settings (a replay input)
+SOLVER_SECTION = "solver"
+
+
+def solver_section(timeout_s: float) -> dict:
+    """The ``solver`` section of a certificate (every kind): ``{"timeout_s": seconds}``, the hard
+    wall-clock limit of each solver query of the certifying run.  An input of the replay (as
+    ``range`` is): verify re-proves every claim under the same limit, so a claim left ``unknown`` by
+    a time-out replays as ``unknown`` (docs/certificates.md)."""
+    return {"timeout_s": float(timeout_s)}
+
+
+def replay_timeout(cert: dict, timeout_s: float | None) -> float:
+    """The per-query time limit of ``cert``'s replay (seconds): ``timeout_s`` when given (verify's
+    ``--timeout``), else the stored ``solver.timeout_s`` (schema-checked: a number in (0, 86400]),
+    else :data:`DEFAULT_TIMEOUT_S` (a certificate from before the field)."""
+    if timeout_s is not None:
+        return float(timeout_s)
+    stored = cert.get(SOLVER_SECTION)
+    if isinstance(stored, dict) and isinstance(stored.get("timeout_s"), (int, float)):
+        return float(stored["timeout_s"])
+    return DEFAULT_TIMEOUT_S
 
 
 #: id of a memoised replay's certificate (alive in _REPLAYS) -> :func:`_budget_hit` of it
@@ -255,14 +290,16 @@ def clear_replay_cache() -> None:
     _BUDGET_HITS.clear()
 
 
-def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float = 20.0,
+def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = None,
            budget_s: float = DEFAULT_BUDGET_S) -> VerifyReport:
     """Verify ``cert`` by replay (module docstring); never raises for a bad certificate — every
     problem is reported with its JSON path.  ``kinds``: the registry of certificate kinds
     (:data:`softhard.solver.kinds.KINDS`).  ``timeout_s``: the hard wall-clock limit of each
-    re-run solver query (a re-run that times out is reported, never taken as agreement);
+    re-run solver query (a re-run that times out is reported, never taken as agreement); None (the
+    default): the certifying run's own limit, ``solver.timeout_s`` (:func:`replay_timeout`);
     ``budget_s``: the total time the replay may spend proving claims (each claim also has its own
-    box and time budget); a claim left unproved by a budget is reported as not re-checked."""
+    box and time budget); a claim left unproved by a budget is reported as not re-checked, and the
+    report is :attr:`~VerifyReport.undecided` when nothing else is wrong."""
     t0 = time.perf_counter()
     rep = VerifyReport(status=cert.get("status") if isinstance(cert, dict) else None)
     if not _envelope(cert, rep):
@@ -276,7 +313,7 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float = 20.0,
         try:
             token = VERIFY_DEADLINE.set(time.perf_counter() + budget_s)
             try:
-                fresh, ctx = _replay(kind, cert, timeout_s)
+                fresh, ctx = _replay(kind, cert, replay_timeout(cert, timeout_s))
             finally:
                 VERIFY_DEADLINE.reset(token)
         except SofthardError as e:
@@ -284,12 +321,23 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float = 20.0,
         except Exception as e:  # noqa: BLE001 — a tampered source can fail in many ways; report, never crash
             rep.add("source", f"cannot replay the certificate: {e.__class__.__name__}: {e}")
         else:
-            body = {k: v for k, v in cert.items() if k != "hashes"}
+            # (``solver`` is an input of the replay, as ``range`` is: taken, not re-derived; schema-checked)
+            body = {k: v for k, v in cert.items() if k not in ("hashes", SOLVER_SECTION)}
             probs = _name_copies(diff(body, fresh, unchecked_fields(kind.name)), body)
-            if probs and _budget_hit(fresh):
+            replay_hit = bool(probs) and _budget_hit(fresh)
+            # a claim the certifying run left unknown at its time limit may replay proved or refuted under
+            # the same limit (Z3's limits are wall-clock): not decided either way, never "edited"
+            stored_hit = bool(probs) and not replay_hit and _budget_hit(body)
+            budget = replay_hit or stored_hit
+            if replay_hit:
                 probs = [(p, m + " (the replay hit a solver budget — a query's time limit, a claim's box or "
                                   "time budget, or verify's total budget — so this could not be re-checked; try "
                                   "a larger --timeout or --budget)") for p, m in probs]
+            elif stored_hit:
+                probs = [(p, m + " (the certificate records a claim stopped by a solver budget that the replay "
+                                  "decided under the same limit — wall-clock limits are not reproducible at the "
+                                  "edge — so this could not be re-checked; re-certify with a larger --timeout)")
+                         for p, m in probs]
             rep.problems.extend(probs)
             rep.checked.append("replayed from source and parameters: every non-measured field re-derived "
                                "and compared")
@@ -299,7 +347,9 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float = 20.0,
                     rep.checked.append("measured fields consistent")
                 except (KeyError, TypeError, ValueError, ArithmeticError, AttributeError) as e:
                     rep.add("measured", f"malformed measured fields ({e.__class__.__name__}: {e})")
+            rep.undecided = budget and len(rep.problems) == len(probs)
     rep.problems.extend(hashes)
+    rep.undecided = rep.undecided and not hashes
     rep.checked.append("hashes")
     rep.seconds = time.perf_counter() - t0
     return rep

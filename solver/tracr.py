@@ -41,6 +41,7 @@ from ..bounds.tracr import fs, generic_leak_expr
 from ..constructions.errors import CertificateError, ParameterError
 from ..constructions.hard_model import HardModel
 from ..constructions.modelfile import doc_sha256, model_from_doc
+from ..constructions.parameters import to_count, to_seconds
 from ..constructions.tracr import TracrModel, UnsupportedModel, bos_obstacle, parse_labels, sqrt_ratio_enclosure
 from .certificate import envelope
 from .certjson import canonical
@@ -201,8 +202,9 @@ def certify_tracr(tm: TracrModel, *, epsilon="margin", n_target: int | None = No
     the analysis does not cover."""
     t0 = time.perf_counter()
     say = progress or (lambda s: None)
-    if n_target is not None and n_target < 1:
-        raise ParameterError(f"--n must be >= 1, got {n_target}")
+    if n_target is not None:
+        n_target = to_count(n_target, "n_target (--n)")
+    timeout_s = to_seconds(timeout_s, "timeout_s (--timeout)")
     eps = _epsilon_param(epsilon)
     doc = tm.to_doc()
     hm = tm.hard_model()
@@ -212,7 +214,7 @@ def certify_tracr(tm: TracrModel, *, epsilon="margin", n_target: int | None = No
         params = {"epsilon": eps, "n_target": n_target or int(info["max_seq_len"])}
         cert = assemble_uncertifiable(hm, info, doc, params, an)
         t_end = time.perf_counter()
-        return envelope(cert, {"analysis_s": t_end - t0, "total_s": t_end - t0})
+        return envelope(cert, timeout_s=timeout_s, times={"analysis_s": t_end - t0, "total_s": t_end - t0})
     params = {"epsilon": eps, "n_target": n_target or an.n_table}
     t_an = time.perf_counter()
     say("searching the minimum temperature and the largest lengths")
@@ -226,7 +228,7 @@ def certify_tracr(tm: TracrModel, *, epsilon="margin", n_target: int | None = No
     t_num = time.perf_counter()
     cert = assemble(an, doc, params, stated, proofs=ProofCache(), timeout_s=timeout_s, numeric=num, say=say)
     t_end = time.perf_counter()
-    return envelope(cert, {"analysis_s": t_an - t0, "search_s": t_search - t_an, "numeric_s": t_num - t_search,
+    return envelope(cert, timeout_s=timeout_s, times={"analysis_s": t_an - t0, "search_s": t_search - t_an, "numeric_s": t_num - t_search,
                            "solve_s": t_end - t_num, "total_s": t_end - t0})
 
 

@@ -103,15 +103,24 @@ def edits(cert: dict, kind: str, *, deletions: bool = True):
     assert json.dumps(base) == text, "an edited certificate's shared (unedited) part was mutated"
 
 
+#: replay settings of every kind (``solver``: the certifying run's per-query time limit): the replay
+#: runs under the stored value, so an edited (or deleted: 20 s) limit under which every claim comes
+#: out the same is the certificate ``certify --timeout`` with that limit writes — accepted, by design
+#: (tests/solver/test_verify_limits.py checks that the replay uses the stored value)
+SETTINGS = ("solver", "solver.timeout_s")
+
+
 def undetected(cert: dict, kind: str, verify, *, deletions: bool = True, inputs: tuple[str, ...] = ()) -> list[str]:
-    """The edits ``verify`` accepts or does not locate: an edit must make the certificate invalid,
-    and, unless it lies under one of the ``inputs`` patterns (source and parameters, which show up
-    in the fields derived from them), one reported problem must name its path or a path above or
-    below it."""
+    """The edits ``verify`` accepts or does not locate: an edit must make the certificate invalid
+    (except an edit of a replay setting, :data:`SETTINGS`, that changes no outcome), and, unless it
+    lies under one of the ``inputs`` patterns (source and parameters, which show up in the fields
+    derived from them), one reported problem must name its path or a path above or below it."""
     bad = []
     for path, what, c2 in edits(cert, kind, deletions=deletions):
         rep = verify(c2)
         where = fmt_path(path)
+        if rep.ok and where in SETTINGS:
+            continue
         if rep.ok:
             bad.append(f"{where} {what}: accepted")
             continue

@@ -14,13 +14,10 @@ from fractions import Fraction
 
 from ...constructions.errors import ParameterError
 from ...constructions.parameters import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS,
-                                         REGIMES, to_fraction)
+                                         MAX_TIMEOUT_S, REGIMES, to_fraction)
 
 #: exit status: success; a claim refuted or unknown / a check failed; bad input (one line, no traceback)
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-
-#: the longest solver time limit accepted (one day): beyond it a "limit" is no limit
-MAX_TIMEOUT_S = 86400.0
 
 
 @dataclass
@@ -294,7 +291,8 @@ def add_gap_options(p: argparse.ArgumentParser) -> None:
                    help="add the beta*j/n tie-break to UHA heads with ties (THEORY §4); default auto")
 
 
-def add_timeout_option(p: argparse.ArgumentParser, help: str = "hard wall-clock limit per solver query, seconds"
-                       ) -> None:
-    """``--timeout`` (seconds per solver query, default 20)."""
-    p.add_argument("--timeout", type=seconds_option, default=20.0, help=help)
+def add_timeout_option(p: argparse.ArgumentParser, help: str = "hard wall-clock limit per solver query, seconds "
+                       "(default 20)", default: float | None = 20.0) -> None:
+    """``--timeout`` (seconds per solver query; default 20, or ``default``: None for verify's
+    "the certificate's own limit")."""
+    p.add_argument("--timeout", type=seconds_option, default=default, help=help)

@@ -190,8 +190,8 @@ def test_write_is_atomic_and_refuses_to_overwrite(tmp_path, t4, monkeypatch):
     q = tmp_path / "race.json"
     real = cm.check_output_path
 
-    def late(path, force=False):
-        out = real(path, force=force)
+    def late(path, force=False, **names):
+        out = real(path, force=force, **names)
         q.write_text("someone else's file")
         return out
     monkeypatch.setattr(cm, "check_output_path", late)

@@ -26,7 +26,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FAST = {"exhaustive_len": 6, "random_count": 64, "random_n_max": 64, "adversarial_ns": (10, 100)}
 #: the replay's inputs: an edit here shows up in the fields derived from it, not at its own path
 INPUTS = ("source", "construction.regime", "construction.params", "range", "search.per_bound[*].node",
-          "search.per_bound[*].inv_tau_certified", "search.params")
+          "search.per_bound[*].inv_tau_certified", "search.params", "solver")
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ....constructions.errors import NotSimulable, SofthardError
+from ....bounds.store import set_disk_cache
 from ...certjson import load_certificate, write_certificate
 from ...distributed import Cluster, run_jobs
 from ...kinds import verify_certificate
@@ -82,9 +83,13 @@ def certify_task(certify_one: Callable[[argparse.Namespace], dict], args: argpar
             "seconds": time.perf_counter() - t0}
 
 
-def verify_task(path: str, timeout_s: float, budget_s: float, debug: bool = False) -> dict:
-    """One verify job: ``{"report": VerifyReport JSON | None, "kind", "exit", "error", "seconds"}``."""
+def verify_task(path: str, timeout_s: float | None, budget_s: float, debug: bool = False, no_cache: bool = False
+                ) -> dict:
+    """One verify job: ``{"report": VerifyReport JSON | None, "kind", "exit", "error", "seconds"}``;
+    ``no_cache``: the disk derivation cache off in the process that runs it (a Dask worker too)."""
     t0 = time.perf_counter()
+    if no_cache:
+        set_disk_cache(False)
     with mpmath.workdps(30):
         try:
             cert = load_certificate(path)
@@ -94,7 +99,7 @@ def verify_task(path: str, timeout_s: float, budget_s: float, debug: bool = Fals
                 raise
             return {"report": None, "kind": None, **_failure(e), "seconds": time.perf_counter() - t0}
     err = None if rep.ok else f"{rep.problems[0][0]}: {rep.problems[0][1]}"
-    return {"report": rep.to_json(), "kind": cert.get("kind"), "exit": 0 if rep.ok else EXIT_BAD_INPUT,
+    return {"report": rep.to_json(), "kind": cert.get("kind"), "exit": rep.exit_code,
             "error": err, "seconds": time.perf_counter() - t0}
 
 
@@ -142,7 +147,7 @@ def run_certify_batch(args: argparse.Namespace, jobs: list[Job],
     def finished(j: Job, r: dict) -> dict:
         path = out / j.name if out else None
         if path is not None and r["cert"] is not None and not r["resumed"]:
-            write_certificate(r["cert"], path, force=bool(args.force or args.resume))
+            write_certificate(r["cert"], path, force=bool(args.force or args.resume), force_name="--force")
         row = _certify_row(j, r, path)
         reported[0] += 1
         _report(args, row, f"[{reported[0]}/{len(jobs)}] {j.label} {_params_text(j.grid)}: {row['status']} "
@@ -226,10 +231,11 @@ def _cell(text) -> str:
 
 def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
     """Verify every certificate in ``files``; print the summary; returns the worst exit status
-    (0 valid, 2 invalid or unreadable, 3 internal error)."""
+    (0 valid, 1 could not be re-checked within the budgets, 2 invalid or unreadable, 3 internal error)."""
     debug = bool(getattr(args, "debug", False))
     jobs = [Job(index=i, args=args, label=f) for i, f in enumerate(files)]
-    tasks = [(j, partial(verify_task, j.label, args.timeout, args.budget, debug)) for j in jobs]
+    no_cache = bool(getattr(args, "no_cache", False))
+    tasks = [(j, partial(verify_task, j.label, args.timeout, args.budget, debug, no_cache)) for j in jobs]
     rows: dict[int, dict] = {}
 
     def finished(j: Job, r: dict) -> dict:
@@ -237,11 +243,17 @@ def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
         row = {"job": j.index, "certificate": j.label, "kind": r["kind"], "valid": bool(rep and rep["valid"]),
                "status": rep["status"] if rep else None, "exit": r["exit"], "seconds": round(r["seconds"], 3),
                "problems": rep["problems"] if rep else None, "error": r["error"]}
-        _report(args, row, f"[{len(rows) + 1}/{len(jobs)}] {j.label}: {'valid' if row['valid'] else 'INVALID'} "
+        _report(args, row, f"[{len(rows) + 1}/{len(jobs)}] {j.label}: {_verdict(row)} "
                            f"({r['seconds']:.2f} s)")
         return row
 
     return _run(args, jobs, tasks, rows, finished, _print_verify_table)
+
+
+def _verdict(row: dict) -> str:
+    """A verify row's verdict: valid (exit 0), could not re-check (exit 1: a budget stopped the
+    replay, nothing found edited), INVALID (2) or an error (3)."""
+    return "valid" if row["valid"] else ("could not re-check" if row["exit"] == 1 else "INVALID")
 
 
 def _print_verify_table(rows: list[dict]) -> None:
@@ -251,7 +263,8 @@ def _print_verify_table(rows: list[dict]) -> None:
     for col in ("#", "certificate", "kind", "status", "verdict", "time s", "first problem"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        v = "[green]valid[/green]" if r["valid"] else "[red]INVALID[/red]"
+        v = {"valid": "[green]valid[/green]", "could not re-check": "[yellow]could not re-check[/yellow]"}.get(
+            _verdict(r), "[red]INVALID[/red]")
         t.add_row(str(r["job"]), _cell(r["certificate"]), _cell(r["kind"] or "-"), _cell(r["status"] or "-"), v,
                   f"{r['seconds']:.2f}", _cell(r["error"] or "-"))
     stdout_console().print(t)

@@ -151,7 +151,7 @@ def handle_one(args) -> int:
             print(f"softhard: {e}", file=sys.stderr)
         return EXIT_FAIL
     if args.output:
-        write_certificate(cert, args.output, force=args.force)
+        write_certificate(cert, args.output, force=args.force, force_name="--force")
     if args.json:
         print(json.dumps(cert, indent=1))
     else:
