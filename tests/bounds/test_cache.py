@@ -21,7 +21,7 @@ from softhard.bounds import selection as S
 from softhard.bounds import store as ST
 from softhard.bounds.core import beta, eta, n, tau
 from softhard.bounds.cache import compile_expr
-from softhard.bounds.fastfn import Unsupported, compile_tree
+from softhard.bounds.fastfn import Unsupported
 from softhard.constructions.compile import assign_attention, compile_formula
 from softhard.constructions.parse import parse_formula
 
