@@ -1,0 +1,36 @@
+"""Command-line bugs a new-user trial found (issue cli6): each bad input ends as one line, exit 2 —
+never a traceback, an internal error (exit 3) or an unbounded run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from softhard.solver.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+MODEL = str(EXAMPLES / "models" / "ab_subsequence.json")
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err, err
+    return err
+
+
+def test_gap_refuses_an_exhaustive_limit_beyond_the_verify_maximum(capsys):
+    """``gap --n-max 40 --exhaustive-limit 1e13`` (2^41 - 2 words under the limit) built 2.7e8 tasks
+    up front (MemoryError); 1e400 grew to 24 GB.  Refused before the model is even read."""
+    for limit, shown in (("1e13", "10000000000000"), ("1e400", "about 1e+400")):
+        assert main(["gap", "--model", MODEL, "--n-max", "40", "--exhaustive-limit", limit]) == 2
+        err = one_line_error(capsys)
+        assert f"--exhaustive-limit {shown} exceeds 1000000" in err
+    # the maximum itself is accepted (auto: 30 words, exhaustive)
+    assert main(["gap", "--model", MODEL, "--n-max", "4", "--exhaustive-limit", "1000000", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["report"]["words"] == 2 + 4 + 8 + 16
+
+
+def test_certify_model_names_a_huge_exhaustive_limit_by_its_magnitude(capsys):
+    assert main(["certify", "--model", MODEL, "--n-max", "4", "--exhaustive-limit", "1e400"]) == 2
+    err = one_line_error(capsys)
+    assert "--exhaustive-limit about 1e+400 exceeds 1000000" in err and "0" * 30 not in err
