@@ -34,3 +34,23 @@ def test_certify_model_names_a_huge_exhaustive_limit_by_its_magnitude(capsys):
     assert main(["certify", "--model", MODEL, "--n-max", "4", "--exhaustive-limit", "1e400"]) == 2
     err = one_line_error(capsys)
     assert "--exhaustive-limit about 1e+400 exceeds 1000000" in err and "0" * 30 not in err
+
+
+def test_regime_U_certifies_lengths_beyond_every_float(capsys, tmp_path):
+    """``certify --regime U --n-max 1e400`` (and 1e310) died in the precision section forming
+    ``float(2(n+1))``; beyond 2^52 no float64 scale is formed: the premise fails, naming why."""
+    for n_max in ("1e310", "1e400"):
+        rc = main(["certify", "Y a", "--alphabet", "ab", "--regime", "U", "--n-max", n_max, "--no-numeric", "--json"])
+        cert = json.loads(capsys.readouterr().out)
+        assert rc == 0 and cert["status"] == "proved"
+        f64 = cert["precision"]["float64_at_n_max"]
+        assert f64["n"] == 10 ** int(n_max[2:]) and f64["rounding_allowance_rel"] is None
+        premise = cert["precision"]["float64_premise"]
+        assert premise["status"] == "fails"
+        assert premise["reasons"] == [f"float64 separates adjacent positions only up to n = {2**52}, below "
+                                      f"n_max = {10 ** int(n_max[2:])}"]
+    # the replay re-derives the same section
+    out = tmp_path / "u.json"
+    assert main(["certify", "Y a", "--alphabet", "ab", "--regime", "U", "--n-max", "1e400", "--no-numeric",
+                 "-o", str(out)]) == 0
+    assert main(["verify", str(out)]) == 0
