@@ -31,6 +31,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 
 from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position, symbols
 from .errors import FormulaError, FormulaSyntaxError, InputFileError, ParameterError
+from .paths import is_file
 
 __all__ = [
     "FormulaSpec",
@@ -523,13 +524,7 @@ def load_spec(path_or_inline_formula: str | os.PathLike[str],
     is_pathlike = isinstance(path_or_inline_formula, os.PathLike)
     text = os.fspath(path_or_inline_formula)
     path = Path(text)
-    is_file = False
-    if "\n" not in text and len(text) < 4096:
-        try:
-            is_file = path.is_file()
-        except OSError:
-            is_file = False
-    if is_file:
+    if "\n" not in text and len(text) < 4096 and is_file(path):
         try:
             body = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
@@ -543,7 +538,7 @@ def load_spec(path_or_inline_formula: str | os.PathLike[str],
         return FormulaSpec(spec.name, spec.description, alpha, spec.formula, spec.at, spec.source)
     if is_pathlike or text.endswith(".ltl"):
         raise InputFileError(f"{text}: no such file")
-    if _looks_like_a_file_name(text) and Path(text + ".ltl").is_file():
+    if _looks_like_a_file_name(text) and is_file(text + ".ltl"):
         return load_spec(text + ".ltl", alphabet)
     source = "<formula>"
     try:

@@ -24,6 +24,7 @@ import numpy as np
 
 from .errors import ModelFormatError
 from .jsonfile import read_json_file
+from .paths import is_dir
 from .tracr import TracrModel, UnsupportedModel, parse_labels
 from .tracr_compile import export_assembled, token_text
 
@@ -41,7 +42,7 @@ class _Err:
 
 def _resolve(path: str | os.PathLike) -> tuple[Path, Path]:
     p = Path(path)
-    if p.is_dir():
+    if is_dir(p):
         raise ModelFormatError(f"{p}: is a directory; give the model as NAME, NAME.json or NAME.npz "
                                "(e.g. examples/tracr/frac_prevs)")
     stem = p.with_suffix("") if p.suffix in (".json", ".npz") else p

@@ -54,3 +54,30 @@ def test_regime_U_certifies_lengths_beyond_every_float(capsys, tmp_path):
     assert main(["certify", "Y a", "--alphabet", "ab", "--regime", "U", "--n-max", "1e400", "--no-numeric",
                  "-o", str(out)]) == 0
     assert main(["verify", str(out)]) == 0
+
+
+def test_an_inline_formula_longer_than_a_file_name_is_a_formula(capsys, tmp_path):
+    """A 317-character inline formula made the "is it a file?" probe raise ENAMETOOLONG (OSError);
+    run and bound accepted it.  Every probe now takes an OSError as "not a file"."""
+    formula = " | ".join(["a"] * 80)
+    assert len(formula) > 255
+    rc = main(["certify", formula, "--alphabet", "ab", "--n-max", "10", "--no-numeric", "--json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["status"] == "proved"
+    out = tmp_path / "c.json"  # with -o (the output precheck probes the input too) and the batch runner's name
+    assert main(["certify", formula, "--alphabet", "ab", "--n-max", "10", "--no-numeric", "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["status"] == "proved"
+    assert main(["certify", formula, "--alphabet", "ab", "--n-max", "10", "--no-numeric", "-o", str(tmp_path) + "/"]) == 0
+    assert [p.name.split(".")[0] for p in tmp_path.glob("inline.*.json")] == ["inline"]
+    capsys.readouterr()
+    # and the word 'a' is accepted by the formula (a | a | ... is a)
+    assert main(["run", formula, "ab", "--alphabet", "ab", "--json"]) == 0
+
+
+def test_an_empty_formula_is_not_the_current_directory(capsys, tmp_path, monkeypatch):
+    """``certify ""`` in a directory with .ltl files ran a batch over them (Path('') is '.')."""
+    (tmp_path / "x.ltl").write_text((EXAMPLES / "tomita4.ltl").read_text())
+    monkeypatch.chdir(tmp_path)
+    for argv in (["certify", "", "--alphabet", "ab", "--no-numeric"], ["run", "", "ab", "--alphabet", "ab"]):
+        assert main(argv) == 2
+        assert "expected a formula, found end of input" in one_line_error(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.ltl"]
