@@ -29,7 +29,7 @@ from pathlib import Path
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position, symbols
+from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position, nesting_depth, symbols
 from .errors import FormulaError, FormulaSyntaxError, InputFileError, ParameterError
 from .paths import is_file
 
@@ -267,16 +267,23 @@ def _unquote(tok: Token, source: str) -> str:
     return _ESCAPE.sub(lambda m: m.group(1), body)
 
 
+#: the deepest formula accepted (an atom is level 1): later stages recurse a few frames per level
+MAX_NESTING = 100
+
+
 def _parse_with_positions(text: str, source: str) -> tuple[Formula, dict[str, Position]]:
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as e:
         raise _syntax_error(e, text, source) from None
     builder = _Builder(source)
+    too_deep = f"formula is nested too deeply (more than {MAX_NESTING} levels)"
     try:
         formula = builder.formula(tree)
     except RecursionError:
-        raise FormulaSyntaxError("formula is nested too deeply", source=source) from None
+        raise FormulaSyntaxError(too_deep, source=source) from None
+    if nesting_depth(formula) > MAX_NESTING:
+        raise FormulaSyntaxError(too_deep, source=source)
     return formula, builder.symbol_positions
 
 
@@ -289,7 +296,8 @@ def parse_formula(text: str, *, source: str = "<formula>") -> Formula:
     ``2*#a``) in order of first occurrence; zero coefficients are dropped; constants are summed.
 
     Raises :class:`FormulaSyntaxError` (with ``source``, ``line``, ``column``) if ``text`` does
-    not parse: the message names what was expected and what was found.
+    not parse: the message names what was expected and what was found; also (without a position)
+    for a formula nested more than :data:`MAX_NESTING` levels deep.
     """
     return _parse_with_positions(text, source)[0]
 

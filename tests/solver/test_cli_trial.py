@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from softhard.constructions.ast import nesting_depth
+from softhard.constructions.parse import parse_formula
 from softhard.solver.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -81,3 +83,28 @@ def test_an_empty_formula_is_not_the_current_directory(capsys, tmp_path, monkeyp
         assert main(argv) == 2
         assert "expected a formula, found end of input" in one_line_error(capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.ltl"]
+
+
+def _mixed(levels: int) -> str:
+    """``levels`` levels of !, & and | around ``a`` (bound derives these quickly)."""
+    f = "a"
+    for i in range(levels - 1):
+        f = f"(b & {f})" if i % 3 == 0 else (f"!{f}" if i % 3 == 1 else f"({f} | a)")
+    return f
+
+
+def test_formula_nesting_limit_holds_in_every_stage(capsys):
+    """``run "Y Y ... Y a"`` (400 levels) parsed but overflowed the stack printing the formula; the
+    limit is now MAX_NESTING = 100 levels, checked at parsing, and run, bound and certify handle it."""
+    assert nesting_depth(parse_formula("Y " * 99 + "a")) == 100 and nesting_depth(parse_formula(_mixed(100))) == 100
+    at_limit = {"run": ["run", "Y " * 99 + "a", "ab", "--alphabet", "ab", "--json"],
+                "bound": ["bound", _mixed(100), "--alphabet", "ab", "--json"],
+                "certify": ["certify", "Y " * 99 + "a", "--alphabet", "ab", "--n-max", "10", "--no-numeric", "--json"]}
+    for cmd, argv in at_limit.items():
+        assert main(argv) == 0, cmd
+        json.loads(capsys.readouterr().out)
+    for deeper in ("Y " * 100 + "a", _mixed(101), "Y " * 400 + "a", "Y " * 5000 + "a"):
+        for cmd, argv in at_limit.items():
+            argv = [deeper if a in ("Y " * 99 + "a", _mixed(100)) else a for a in argv]
+            assert main(argv) == 2, cmd
+            assert "formula is nested too deeply (more than 100 levels)" in one_line_error(capsys)
