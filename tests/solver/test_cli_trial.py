@@ -4,10 +4,15 @@ never a traceback, an internal error (exit 3) or an unbounded run."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
+import pytest
+
 from softhard.constructions.ast import nesting_depth
+from softhard.constructions.errors import ParameterError
 from softhard.constructions.parse import parse_formula
+from softhard.constructions.tracr_compile import rasp_outputs
 from softhard.solver.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -108,3 +113,18 @@ def test_formula_nesting_limit_holds_in_every_stage(capsys):
             argv = [deeper if a in ("Y " * 99 + "a", _mixed(100)) else a for a in argv]
             assert main(argv) == 2, cmd
             assert "formula is nested too deeply (more than 100 levels)" in one_line_error(capsys)
+
+
+def test_tracr_compile_without_the_extra_names_it(capsys, tmp_path, monkeypatch):
+    """Without tracr installed, ``tracr compile`` said "internal error: ModuleNotFoundError".  The
+    missing module is simulated (CI installs the extra): None in sys.modules makes its import fail."""
+    monkeypatch.setitem(sys.modules, "tracr.compiler.compiling", None)
+    argv = ["tracr", "compile", "tracr.compiler.lib:make_length", "--vocab", "a,b", "--max-seq-len", "3",
+            "-o", str(tmp_path)]
+    assert main(argv) == 2
+    err = one_line_error(capsys)
+    assert "tracr compile needs Tracr (pip install 'softhard[tracr]')" in err and "tracr.compiler.compiling" in err
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setitem(sys.modules, "tracr.rasp.rasp", None)
+    with pytest.raises(ParameterError, match=r"needs Tracr \(pip install 'softhard\[tracr\]'\)"):
+        rasp_outputs(object(), [("a",)])
