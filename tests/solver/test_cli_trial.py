@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from softhard.constructions.ast import nesting_depth
@@ -128,3 +129,31 @@ def test_tracr_compile_without_the_extra_names_it(capsys, tmp_path, monkeypatch)
     monkeypatch.setitem(sys.modules, "tracr.rasp.rasp", None)
     with pytest.raises(ParameterError, match=r"needs Tracr \(pip install 'softhard\[tracr\]'\)"):
         rasp_outputs(object(), [("a",)])
+
+
+def test_a_broken_npz_is_one_line_naming_the_file(capsys, tmp_path):
+    """``certify --tracr DIR`` with a truncated ``.npz``: "internal error: BadZipFile"; a non-zip
+    ``.npz`` was said to hold "pickled (object) data".  Both: not a valid .npz archive."""
+    good = (EXAMPLES / "tracr" / "hist.npz").read_bytes()
+    (tmp_path / "hist.json").write_bytes((EXAMPLES / "tracr" / "hist.json").read_bytes())
+    cases = {good[: len(good) // 2]: "not a valid .npz archive (truncated or corrupt",
+             good[:-30]: "not a valid .npz archive (truncated or corrupt",
+             b"garbage\n": "not a valid .npz archive (not a zip file)",
+             b"": "not a valid .npz archive (not a zip file)"}
+    for data, why in cases.items():
+        (tmp_path / "hist.npz").write_bytes(data)
+        for argv in (["certify", "--tracr", str(tmp_path)], ["certify", "--tracr", str(tmp_path / "hist")]):
+            assert main(argv) == 2
+            err = one_line_error(capsys)
+            assert f"{tmp_path / 'hist.npz'}: {why}" in err and "pickled" not in err
+    # a model file's arrays: the same reasons; an object array is refused unpickled, by name
+    doc = json.loads(Path(MODEL).read_text())
+    doc["arrays"] = "m.npz"
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    np.savez(tmp_path / "m.npz", w=np.array([{"x": 1}], dtype=object))
+    for data, why in [(good[: len(good) // 2], "not a valid .npz archive (truncated or corrupt"),
+                      (b"garbage\n", "not a valid .npz archive (not a zip file)"),
+                      ((tmp_path / "m.npz").read_bytes(), "array 'w' is not a plain numeric array")]:
+        (tmp_path / "m.npz").write_bytes(data)
+        assert main(["gap", "--model", str(tmp_path / "m.json"), "--n-max", "3"]) == 2
+        assert f"m.json: arrays: {tmp_path / 'm.npz'}: {why}" in one_line_error(capsys)
