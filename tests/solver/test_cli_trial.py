@@ -157,3 +157,24 @@ def test_a_broken_npz_is_one_line_naming_the_file(capsys, tmp_path):
         (tmp_path / "m.npz").write_bytes(data)
         assert main(["gap", "--model", str(tmp_path / "m.json"), "--n-max", "3"]) == 2
         assert f"m.json: arrays: {tmp_path / 'm.npz'}: {why}" in one_line_error(capsys)
+
+
+def test_wording_of_three_usage_errors(capsys):
+    """``--workers 0`` gave a length's reason; ``tracr compile`` pointed at 'softhard compile --help';
+    ``certify "odd(#a)"`` named the compiled head 'even(#a)' instead of what was written."""
+    assert main(["certify", "a", "--alphabet", "ab", "--workers", "0"]) == 2
+    err = one_line_error(capsys)
+    assert "--workers must be >= 1, got 0" in err and "length" not in err
+    assert main(["run", "a", "ab", "--n-max", "0"]) == 2  # a length still says why
+    assert "--n-max must be >= 1 (n < 1 is not a length), got 0" in one_line_error(capsys)
+    assert main(["tracr", "compile", "foo:bar"]) == 2
+    assert "(see 'softhard tracr compile --help')" in one_line_error(capsys)
+    assert main(["certify", "a", "--n-max", "0"]) == 2
+    assert "(see 'softhard certify --help')" in one_line_error(capsys)
+    for cmd, regime in ((["certify", "odd(#a)"], "T"), (["run", "odd(#a)", "ab"], "U"),
+                        (["bound", "Y odd(#a + #b + 1)"], "T")):
+        assert main([*cmd, "--alphabet", "ab", "--regime", regime]) == 2
+        err = one_line_error(capsys)
+        written = "odd(#a)" if "+" not in cmd[1] else "odd(#a + #b + 1)"
+        assert f"'{written}': even()/odd() needs the positional embedding" in err and f"not {regime}" in err
+        assert "even(#a)" not in err
