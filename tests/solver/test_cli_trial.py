@@ -178,3 +178,15 @@ def test_wording_of_three_usage_errors(capsys):
         written = "odd(#a)" if "+" not in cmd[1] else "odd(#a + #b + 1)"
         assert f"'{written}': even()/odd() needs the positional embedding" in err and f"not {regime}" in err
         assert "even(#a)" not in err
+
+
+def test_an_output_name_the_os_refuses_is_one_line(capsys, tmp_path):
+    """``certify -o NAME`` with a 300-character NAME: the output precheck's probe raised
+    ENAMETOOLONG (internal error); a batch's ``-o DIR/`` likewise on mkdir."""
+    long = str(tmp_path / ("x" * 300))
+    for out, why in ((long + ".json", "not a usable file name"), (long + "/", "cannot create the directory"),
+                     (str(tmp_path / "f.txt" / "c.json"), "not a usable file name")):
+        (tmp_path / "f.txt").write_text("")
+        assert main(["certify", "a", "--alphabet", "ab", "--no-numeric", "-o", out]) == 2
+        assert why in one_line_error(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]

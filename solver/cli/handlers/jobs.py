@@ -150,10 +150,13 @@ def output_dir(path: str | None) -> Path | None:
     if path is None:
         return None
     p = Path(path)
-    if p.exists() and not p.is_dir():
+    if exists(p) and not is_dir(p):
         raise ParameterError(f"{p}: is a file; a batch writes one certificate per job into a directory (-o DIR)")
-    if not p.exists():
-        if not p.parent.is_dir():
+    if not exists(p):
+        if not is_dir(p.parent):
             raise ParameterError(f"{p.parent}: no such directory")
-        p.mkdir()
+        try:
+            p.mkdir()
+        except OSError as e:  # e.g. a name longer than the file system allows
+            raise ParameterError(f"{p}: cannot create the directory ({e.strerror or e})") from None
     return p
