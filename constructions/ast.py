@@ -215,3 +215,14 @@ def acceptance_position(f: Formula) -> str:
     has_future = bool(ops & FUTURE_OPS)
     has_past = bool(ops & PAST_OPS) or "#" in ops
     return "first" if has_future and not has_past else "last"
+
+
+def nesting_depth(f: Formula) -> int:
+    """The nesting depth of ``f`` (an atom or constant: 1; each operator adds 1; a count term
+    ``#φ`` counts as a child of its comparison), computed without recursion."""
+    deepest, stack = 0, [(f, 1)]
+    while stack:
+        g, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in g.children())
+    return deepest

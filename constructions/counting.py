@@ -408,6 +408,13 @@ def adversarial_layernorm_words(model: Transformer, n: int, *, max_period: int =
 # weights
 
 
+def parity_regime_error(where: str, regime: str) -> ParameterError:
+    """The error of an even()/odd() (``where``: the formula's test, or a graph node) in a regime
+    other than P (THEORY §5: parity heads need the positional embedding (j, j², (−1)^j))."""
+    return ParameterError(f"{where}: even()/odd() needs the positional embedding (j, j^2, (-1)^j): use --regime P "
+                          f"(THEORY §5), not {regime}")
+
+
 def check_graph(g: nx.DiGraph, regime: str) -> None:
     """Raise :class:`ParameterError` if the counting nodes of ``g`` need a positional embedding
     that ``regime`` does not have (parity needs regime P, the ``pe`` comparator U or P), or a
@@ -417,8 +424,7 @@ def check_graph(g: nx.DiGraph, regime: str) -> None:
         if a["op"] == "compare":
             check_comparator_weights(v, a["terms"], a["const"])
         if a["op"] == "parity" and regime != "P":
-            raise ParameterError(f"node {v!r}: even()/odd() needs the positional embedding (j, j^2, (-1)^j): "
-                                 f"use --regime P (THEORY §5), not {regime}")
+            raise parity_regime_error(f"node {v!r}", regime)
         if a["op"] == "compare" and a["method"] == "pe" and regime not in ("U", "P"):
             raise ParameterError(f"node {v!r}: comparator 'pe' needs an unbounded positional embedding: use "
                                  f"--regime U (or P), or --comparator head|ln, not regime {regime}")

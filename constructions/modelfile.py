@@ -85,6 +85,7 @@ import numpy as np
 from .errors import ModelFormatError
 from .hard_model import LN_POINTS, ONE, POS, HeadSpec, LayerSpec, LNSpec, MLPSpec, ModelSpec, OutputSpec, zeros
 from .jsonfile import read_json_file
+from .npzfile import load_npz
 from .modelvalues import MAX_ENTRIES, Ctx, array, check_keys, exact, index
 from .positional import PE_FAMILIES, PEFeature
 from .transformer import MASKS, RULES
@@ -431,10 +432,12 @@ def load_model(path: str | os.PathLike) -> ModelSpec:
         ap = (p.parent / a)
         try:
             ab = ap.read_bytes()
-            with np.load(ap, allow_pickle=False) as z:
-                npz = {k: np.array(z[k]) for k in z.files}
-        except (OSError, ValueError) as e:
-            raise ModelFormatError(f"{p}: arrays: cannot read {ap} ({getattr(e, 'strerror', None) or e})") from None
+        except OSError as e:
+            raise ModelFormatError(f"{p}: arrays: cannot read {ap} ({e.strerror or e})") from None
+        try:
+            npz = load_npz(ab)
+        except ValueError as e:
+            raise ModelFormatError(f"{p}: arrays: {ap}: {e}") from None
         h.update(ab)
     if not isinstance(doc, dict):
         raise ModelFormatError(f"{p}: a model file is a JSON object")

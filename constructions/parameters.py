@@ -257,6 +257,12 @@ def check_output_path(path: str | os.PathLike, *, force: bool = False, force_nam
     p = Path(path)
     if "\x00" in str(p):  # only an in-process call can pass one (no OS argument holds it)
         raise ParameterError(f"{p}: not a file name (it contains a NUL character)")
+    try:  # a name the OS refuses outright (too long, a file as a folder): one line, not an OSError later
+        p.stat()
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise ParameterError(f"{p}: not a usable file name ({e.strerror or e})") from None
     if p.is_dir():
         raise ParameterError(f"{p}: is a directory; give a file name for the certificate")
     if p.exists() and not force:

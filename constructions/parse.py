@@ -29,8 +29,9 @@ from pathlib import Path
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position, symbols
+from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position, nesting_depth, symbols
 from .errors import FormulaError, FormulaSyntaxError, InputFileError, ParameterError
+from .paths import is_file
 
 __all__ = [
     "FormulaSpec",
@@ -266,16 +267,23 @@ def _unquote(tok: Token, source: str) -> str:
     return _ESCAPE.sub(lambda m: m.group(1), body)
 
 
+#: the deepest formula accepted (an atom is level 1): later stages recurse a few frames per level
+MAX_NESTING = 100
+
+
 def _parse_with_positions(text: str, source: str) -> tuple[Formula, dict[str, Position]]:
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as e:
         raise _syntax_error(e, text, source) from None
     builder = _Builder(source)
+    too_deep = f"formula is nested too deeply (more than {MAX_NESTING} levels)"
     try:
         formula = builder.formula(tree)
     except RecursionError:
-        raise FormulaSyntaxError("formula is nested too deeply", source=source) from None
+        raise FormulaSyntaxError(too_deep, source=source) from None
+    if nesting_depth(formula) > MAX_NESTING:
+        raise FormulaSyntaxError(too_deep, source=source)
     return formula, builder.symbol_positions
 
 
@@ -288,7 +296,8 @@ def parse_formula(text: str, *, source: str = "<formula>") -> Formula:
     ``2*#a``) in order of first occurrence; zero coefficients are dropped; constants are summed.
 
     Raises :class:`FormulaSyntaxError` (with ``source``, ``line``, ``column``) if ``text`` does
-    not parse: the message names what was expected and what was found.
+    not parse: the message names what was expected and what was found; also (without a position)
+    for a formula nested more than :data:`MAX_NESTING` levels deep.
     """
     return _parse_with_positions(text, source)[0]
 
@@ -523,13 +532,7 @@ def load_spec(path_or_inline_formula: str | os.PathLike[str],
     is_pathlike = isinstance(path_or_inline_formula, os.PathLike)
     text = os.fspath(path_or_inline_formula)
     path = Path(text)
-    is_file = False
-    if "\n" not in text and len(text) < 4096:
-        try:
-            is_file = path.is_file()
-        except OSError:
-            is_file = False
-    if is_file:
+    if "\n" not in text and len(text) < 4096 and is_file(path):
         try:
             body = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
@@ -543,7 +546,7 @@ def load_spec(path_or_inline_formula: str | os.PathLike[str],
         return FormulaSpec(spec.name, spec.description, alpha, spec.formula, spec.at, spec.source)
     if is_pathlike or text.endswith(".ltl"):
         raise InputFileError(f"{text}: no such file")
-    if _looks_like_a_file_name(text) and Path(text + ".ltl").is_file():
+    if _looks_like_a_file_name(text) and is_file(text + ".ltl"):
         return load_spec(text + ".ltl", alphabet)
     source = "<formula>"
     try:

@@ -242,11 +242,20 @@ def _example_words(vocab: list, max_len: int, k: int, seed: int) -> list[tuple]:
     return [tuple(rng.choice(vocab) for _ in range(rng.randint(1, max_len))) for _ in range(k)]
 
 
+def tracr_module(name: str, command: str = "tracr compile"):
+    """The Tracr module ``name`` (e.g. ``tracr.rasp.rasp``), imported on first use: Tracr is the
+    optional extra ``softhard[tracr]``.  Raises :class:`ParameterError` (one line naming the extra,
+    as ``export --format torch`` and ``--workers`` do for theirs) when it is not installed."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        raise ParameterError(f"{command} needs Tracr (pip install 'softhard[tracr]'): {e}") from None
+
+
 def rasp_outputs(program: Any, words: Sequence[Sequence]) -> list[list]:
     """RASP's own outputs (``rasp.evaluate``) of ``program`` on each word (tracr is imported here:
-    an optional dependency)."""
-    from tracr.rasp import rasp  # optional extra [tracr]
-
+    an optional dependency; :func:`tracr_module`)."""
+    rasp = tracr_module("tracr.rasp.rasp", "RASP evaluation")
     return [list(rasp.evaluate(program, list(w))) for w in words]
 
 
@@ -281,9 +290,8 @@ def compile_program(spec: str, vocab: Sequence, max_seq_len: int, args: Sequence
     program)``: :func:`export_assembled`'s pair, the live model and the RASP program.  Bounded: refuses ``len(vocab)·max_seq_len >``
     :data:`MAX_COMPILE_SIZE`.  Raises :class:`ParameterError` (one line) for a bad name or
     argument, a function that does not return a RASP SOp, or a program Tracr refuses."""
-    from tracr.compiler import compiling  # optional extra [tracr]
-    from tracr.rasp import rasp
-
+    compiling = tracr_module("tracr.compiler.compiling")  # the optional extra [tracr]
+    rasp = tracr_module("tracr.rasp.rasp")
     if max_seq_len < 1:
         raise ParameterError(f"--max-seq-len must be >= 1, got {max_seq_len}")
     if len(vocab) * max_seq_len > MAX_COMPILE_SIZE:

@@ -24,6 +24,8 @@ import numpy as np
 
 from .errors import ModelFormatError
 from .jsonfile import read_json_file
+from .npzfile import load_npz
+from .paths import is_dir
 from .tracr import TracrModel, UnsupportedModel, parse_labels
 from .tracr_compile import export_assembled, token_text
 
@@ -41,7 +43,7 @@ class _Err:
 
 def _resolve(path: str | os.PathLike) -> tuple[Path, Path]:
     p = Path(path)
-    if p.is_dir():
+    if is_dir(p):
         raise ModelFormatError(f"{p}: is a directory; give the model as NAME, NAME.json or NAME.npz "
                                "(e.g. examples/tracr/frac_prevs)")
     stem = p.with_suffix("") if p.suffix in (".json", ".npz") else p
@@ -81,13 +83,13 @@ def load_tracr(path: str | os.PathLike) -> TracrModel:
         raise ModelFormatError(f"{jp}: expected a JSON object")
     try:
         zraw = zp.read_bytes()
-        with np.load(zp, allow_pickle=False) as z:
-            arrays = {k: np.array(z[k]) for k in z.files}
     except OSError as e:
         raise ModelFormatError(f"{zp}: cannot read ({e.strerror or e}); a Tracr export is NAME.json plus "
                                "NAME.npz") from None
-    except (ValueError, EOFError) as e:
-        raise ModelFormatError(f"{zp}: not a readable .npz archive ({e.__class__.__name__}: {e})") from None
+    try:
+        arrays = load_npz(zraw)
+    except ValueError as e:
+        raise ModelFormatError(f"{zp}: {e}") from None
     files = {str(jp): hashlib.sha256(raw).hexdigest(), str(zp): hashlib.sha256(zraw).hexdigest()}
     return _build(meta, arrays, json_path=str(jp), npz_path=str(zp), files=files, source=str(jp.with_suffix("")))
 

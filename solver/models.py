@@ -39,6 +39,7 @@ consistency with the re-derived bounds is :func:`check_measured`.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -76,6 +77,17 @@ def verify_exhaustive_limit() -> int:
     """The most words verify re-enumerates here: :data:`VERIFY_EXHAUSTIVE_LIMIT` per worker of the
     open Dask cluster (``--workers``/``--scheduler``; 1 without one: gap_tasks.TASK_WORKERS)."""
     return VERIFY_EXHAUSTIVE_LIMIT * TASK_WORKERS.get()
+
+
+def check_exhaustive_limit(limit: int, consequence: str) -> None:
+    """Refuse an ``--exhaustive-limit`` above :func:`verify_exhaustive_limit` (words; ``gap`` and
+    ``certify --model``), before any work: ``consequence`` says why, in the message.  A huge limit is
+    shown by its order of magnitude, never as all its digits.  Raises :class:`ParameterError`."""
+    cap = verify_exhaustive_limit()
+    if limit > cap:
+        shown = str(limit) if limit < 10**24 else f"about 1e+{int(math.log10(limit))}"
+        raise ParameterError(f"--exhaustive-limit {shown} exceeds {cap}, the most words 'softhard verify' "
+                             f"re-enumerates (with the same --workers): {consequence}")
 SOURCE = "THEORY §2 (gap lemma), §6 (composition along the model graph, per coordinate)"
 
 

@@ -17,7 +17,9 @@ import sympy as sp
 
 from ..bounds.core import eps_ln, tau
 from ..bounds.derive import NodeBound, derive, evaluate, in_tau, required_inv_tau
+from ..constructions.ast import Parity, subformulas
 from ..constructions.compile import assign_attention, compile_formula
+from ..constructions.counting import parity_regime_error
 from ..bounds.params import Params
 from ..constructions.errors import CertificateError, ParameterError
 from ..constructions.parameters import DEFAULT_BETA, DEFAULT_ETA
@@ -155,6 +157,9 @@ def build_formula(spec: FormulaSpec, params: Params) -> Construction:
         raise ParameterError("a formula construction needs a regime (T, U or P) and eta")
     comparator = params.comparator if params.comparator is not None else default_comparator(regime)
     eps = params.eps_ln if params.eps_ln is not None else Fraction(0)
+    parity = [f for f in subformulas(spec.formula) if isinstance(f, Parity)]
+    if parity and regime != "P":  # named as written (odd(#a) compiles to the head even(#a))
+        raise parity_regime_error(repr(str(parity[-1])), regime)
     g = compile_formula(spec.formula, spec.alphabet, at=spec.at, comparator=comparator)
     assign_attention(g, regime, params.construction)
     model = build_transformer(g, regime, beta=params.beta, eta=params.eta, eps_ln=eps)

@@ -50,9 +50,11 @@ def precision_section(c: Construction, n_max: int, inv_tau: Fraction, all_n: boo
                                for v in c.bounds if c.bounds[v].bound.all_n is not None])
     worst_json = worst if math.isfinite(worst) else None
     sep = fmts["float64"]["adjacent_positions_separable_up_to_n"]
-    scale = 1 + float(beta) + 0.5 if c.regime == "T" else 2.0 * (n_chk + 1)  # Σ|q_c k_c| ≤ i + j
     reasons = []
-    allow = leak_rounding_allowance(scale, 2, float(inv_tau), n_chk + 1) if n_chk <= sep else None
+    allow = None
+    if n_chk <= sep:  # (beyond it n_max may exceed every float: no scale is formed there)
+        scale = 1 + float(beta) + 0.5 if c.regime == "T" else 2.0 * (n_chk + 1)  # Σ|q_c k_c| ≤ i + j
+        allow = leak_rounding_allowance(scale, 2, float(inv_tau), n_chk + 1)
     if allow is not None and math.isfinite(allow) and worst_json is not None:
         within = worst * (1 + allow) <= float(c.eta)
         f64 = {"n": n_chk, "worst_bound": worst, "rounding_allowance_rel": allow,

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from ...constructions.parameters import DEFAULT_MAX_POSITIONS, check_output_path
+from ...constructions.paths import is_dir, is_file
 from .batching import add_batch_options
 from .options import (add_formula_options, add_gap_options, add_timeout_option, length_option, list_of,
                       max_positions_option, tau_option)
@@ -79,7 +80,7 @@ def precheck(args) -> None:
     out = args.output
     if out is None or args.resume or args.workers is not None or args.scheduler is not None:
         return
-    if out.endswith(("/", os.sep)) or Path(out).is_dir():  # a batch's directory (or the handler's message)
+    if out.endswith(("/", os.sep)) or is_dir(out):  # a batch's directory (or the handler's message)
         return
     inputs = list(args.formula or []) + list(args.model or []) + list(args.tracr or [])
     if len(inputs) > 1 or any(isinstance(v, tuple) and len(v) > 1 for v in vars(args).values()):
@@ -87,6 +88,6 @@ def precheck(args) -> None:
     if inputs:
         src = Path(inputs[0])
         looks_like_file = src.suffix in (".ltl", ".json", ".npz") or bool(args.model) or bool(args.tracr)
-        if src.is_dir() or set("*?[") & set(inputs[0]) or (looks_like_file and not src.is_file()):
+        if is_dir(src) or set("*?[") & set(inputs[0]) or (looks_like_file and not is_file(src)):
             return
     check_output_path(out, force=args.force)

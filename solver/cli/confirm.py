@@ -4,7 +4,7 @@ inputs.  The parser only (light); the work: :mod:`softhard.solver.cli.handlers.c
 from __future__ import annotations
 
 from ...constructions.parameters import DEFAULT_MAX_POSITIONS
-from .options import add_formula_options, int_option, max_positions_option, nonneg_int, positive_int, tau_option
+from .options import add_formula_options, int_option, length_option, max_positions_option, nonneg_int, tau_option
 
 #: most random words (their lengths are drawn up front, 8 bytes each)
 MAX_RANDOM_WORDS = 10**6
@@ -17,7 +17,7 @@ DESCRIPTION = ("Run the soft transformer on (a) every word up to --exhaustive-le
 
 def add_arguments(p) -> None:
     add_formula_options(p)
-    p.add_argument("--n-max", type=positive_int("--n-max"), default=1000, help="longest random/adversarial word")
+    p.add_argument("--n-max", type=length_option("--n-max"), default=1000, help="longest random/adversarial word")
     p.add_argument("--exhaustive-len", type=nonneg_int("--exhaustive-len"), default=10,
                    help="all words up to this length (default 10)")
     p.add_argument("--random", type=int_option("--random", 0, maximum=MAX_RANDOM_WORDS), default=1000,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .options import FORMULA_HELP, add_formula_options, positive_int, tau_option
+from .options import FORMULA_HELP, add_formula_options, length_option, tau_option
 
 HELP = "export a construction (formula, --model, --tracr) as a TorchScript program (needs softhard[torch])"
 DESCRIPTION = ("Write the transformer of a formula, a model file or a Tracr export as a float64 TorchScript program "
@@ -21,7 +21,7 @@ def add_arguments(p) -> None:
                    help="export the construction of a formula or model certificate at its certified tau")
     p.add_argument("--format", choices=["torch"], default="torch", help="output format (torch: TorchScript)")
     p.add_argument("--tau", type=tau_option, default=None, help="the soft program's default temperature, exact")
-    p.add_argument("--n-max", type=positive_int("--n-max"), default=None,
+    p.add_argument("--n-max", type=length_option("--n-max"), default=None,
                    help="longest word the program accepts (positional table; default 64, or the model's table)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the program (.pt); FILE.json beside it")
     p.add_argument("--force", action="store_true", help="overwrite existing files")

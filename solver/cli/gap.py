@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .options import add_gap_options, positive_int
+from .options import add_gap_options, length_option
 
 HELP = "minimum attention-score gap of a model file (exhaustive or searched)"
 DESCRIPTION = ("Gap analysis of a hard-attention model (THEORY §2, §6): per head the minimum of s* - max{s_j : j not "
@@ -15,6 +15,6 @@ DESCRIPTION = ("Gap analysis of a hard-attention model (THEORY §2, §6): per he
 
 def add_arguments(p) -> None:
     p.add_argument("--model", required=True, metavar="FILE", help="model file (JSON, see docs/models.md)")
-    p.add_argument("--n-max", type=positive_int("--n-max"), required=True, help="longest word analysed")
+    p.add_argument("--n-max", type=length_option("--n-max"), required=True, help="longest word analysed")
     add_gap_options(p)
     p.add_argument("--json", action="store_true", help="print JSON")

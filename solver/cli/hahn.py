@@ -4,7 +4,7 @@ parser only (light); the work: :mod:`softhard.solver.cli.handlers.hahn`."""
 
 from __future__ import annotations
 
-from .options import FORMULA_HELP, add_formula_options, add_timeout_option, positive_int, tau_option
+from .options import FORMULA_HELP, add_formula_options, add_timeout_option, length_option, tau_option
 
 HELP = "Hahn's obstacle: sensitivity bound and N_fail of a bounded-PE model at fixed tau"
 DESCRIPTION = ("For a bounded-positional-embedding model at one fixed temperature: a bound on how much a one-symbol "
@@ -23,6 +23,6 @@ def add_arguments(p) -> None:
     p.add_argument("--tau", type=tau_option, required=True, help="the fixed temperature, exact (e.g. 1/4)")
     p.add_argument("--change-at", default="n-1", help="position of the changed symbol: n-c or c (default n-1)")
     p.add_argument("--check", action="store_true", help="numeric demonstration on flip pairs")
-    p.add_argument("--n-check-max", type=positive_int("--n-check-max"), default=20000,
+    p.add_argument("--n-check-max", type=length_option("--n-check-max"), default=20000,
                    help="longest word in the numeric demonstration (default 20000)")
     add_timeout_option(p, help="hard limit per solver query, seconds")

@@ -66,7 +66,7 @@ class Parser(argparse.ArgumentParser):
         message = one_line(message)
         if self.usage_errors.json:
             print(json.dumps({"error": message, "kind": "UsageError", "exit": EXIT_BAD_INPUT}))
-        self.exit(EXIT_BAD_INPUT, f"softhard: error: {message} (see 'softhard {self.prog.split()[-1]} --help')\n"
+        self.exit(EXIT_BAD_INPUT, f"softhard: error: {message} (see 'softhard {' '.join(self.prog.split()[1:])} --help')\n"
                   if " " in self.prog else f"softhard: error: {message}\n")
 
 
@@ -145,8 +145,9 @@ def int_option(name: str, minimum: int, why: str = "", maximum: int | None = Non
 
 
 def positive_int(name: str):
-    """argparse type: a length ``>= 1``."""
-    return int_option(name, 1, " (n < 1 is not a length)")
+    """argparse type: an integer ``>= 1`` (a count: ``--workers``, ``--mlp-exactness``; a length:
+    :func:`length_option`)."""
+    return int_option(name, 1)
 
 
 def nonneg_int(name: str):
@@ -190,8 +191,8 @@ def tau_option(s: str) -> Fraction:
 
 def length_option(name: str):
     """argparse type: a length ``>= 1``, also in exact decimal notation (``1e6`` is 1000000; every
-    integer option reads it, :func:`int_option`)."""
-    return positive_int(name)
+    integer option reads it, :func:`int_option`); below 1 it says "n < 1 is not a length"."""
+    return int_option(name, 1, " (n < 1 is not a length)")
 
 
 def choice_option(name: str, choices):

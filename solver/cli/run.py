@@ -4,7 +4,7 @@ done by :mod:`softhard.solver.cli.handlers.run`."""
 
 from __future__ import annotations
 
-from .options import FORMULA_HELP, add_formula_options, positive_int, tau_option
+from .options import FORMULA_HELP, add_formula_options, length_option, tau_option
 
 HELP = "run the hard and soft transformers of a formula, a model file or a Tracr export on one word"
 DESCRIPTION = ("Run the hard (UHA) and soft (softmax) transformers of a formula on STRING and print, per position, "
@@ -25,7 +25,7 @@ def add_arguments(p) -> None:
     p.add_argument("--tie-break", choices=["auto", "off"], default="auto",
                    help="with --model: add the UHA tie-break beta*j/n exactly as 'certify --model' does "
                         "(planned from the exhaustive gap analysis up to --n-max; default auto)")
-    p.add_argument("--n-max", type=positive_int("--n-max"), default=None,
+    p.add_argument("--n-max", type=length_option("--n-max"), default=None,
                    help="with --model: the length range whose gap analysis plans the tie-break (use the "
                         "certificate's n_max to run the certified model; default: the word's length)")
     p.add_argument("--tracr", default=None, metavar="MODEL", help="run a compiled Tracr model instead of a formula")

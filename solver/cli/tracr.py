@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from .options import Parser, positive_int
+from .options import Parser, length_option, positive_int
 
 HELP = "Tracr models: compile a RASP program into the export format certify --tracr reads"
 DESCRIPTION = ("Compile a RASP program with Tracr (the optional extra: pip install 'softhard[tracr]') and write "
@@ -25,7 +25,7 @@ def add_arguments(p) -> None:
                    help="a function returning a RASP SOp, e.g. tracr.compiler.lib:make_sort_unique")
     c.add_argument("--vocab", required=True, metavar="V",
                    help="the vocabulary, comma-separated (a,b,c); integer items become ints (1,2,3)")
-    c.add_argument("--max-seq-len", type=positive_int("--max-seq-len"), required=True, metavar="N",
+    c.add_argument("--max-seq-len", type=length_option("--max-seq-len"), required=True, metavar="N",
                    help="the compiled model's maximum input length")
     c.add_argument("--args", nargs="*", default=[], metavar="ARG",
                    help="the function's arguments, [NAME=]VALUE each: a Python literal, an expression over "

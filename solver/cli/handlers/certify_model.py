@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from ....constructions.errors import ParameterError
 from ....constructions.modelfile import load_model
 from ...certjson import check_output_path
-from ...models import build_model_construction, certify_model, verify_exhaustive_limit
+from ...models import build_model_construction, certify_model, check_exhaustive_limit
 from .certify import check_lengths
 from .console import progress
 
@@ -16,10 +15,7 @@ def certify_model_file(args) -> dict:
     Raises :class:`NotSimulable` when a head has gap 0."""
     if args.epsilon is None:  # the default of --model and --tracr alike
         args.epsilon = "margin"
-    if args.exhaustive_limit > verify_exhaustive_limit():  # x workers on a Dask cluster (--workers K)
-        raise ParameterError(f"--exhaustive-limit {args.exhaustive_limit} exceeds {verify_exhaustive_limit()}, the most "
-                             "words 'softhard verify' re-enumerates (with the same --workers): such a certificate "
-                             "could not be verified")
+    check_exhaustive_limit(args.exhaustive_limit, "such a certificate could not be verified")
     check_lengths(args)
     if args.output:  # fail before the work if the output cannot be written
         check_output_path(args.output, force=args.force)

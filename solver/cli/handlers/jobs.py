@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from ....constructions.errors import ParameterError
+from ....constructions.paths import exists, is_dir, is_file
 
 #: the batch runner's module, imported by name only when a command line is a batch (:func:`is_batch`):
 #: it loads :mod:`softhard.solver.distributed` (Dask, :mod:`concurrent.futures`) and rich's tables
@@ -42,12 +43,12 @@ def expand_inputs(items: list[str] | None, kind: str) -> list[str]:
     out: list[str] = []
     for it in items or []:
         p = Path(it)
-        if p.is_dir():
+        if it and is_dir(p):  # ('' is no directory: Path('') is '.'; it stays an empty formula)
             found = sorted(str(x) for x in p.glob(DIR_PATTERN[kind]) if x.is_file())
             if not found:
                 raise ParameterError(f"{it}: the directory has no {DIR_PATTERN[kind]} file")
             out += found
-        elif GLOB_CHARS & set(it) and not p.exists() and (kind != "formula" or it.endswith(".ltl")):
+        elif GLOB_CHARS & set(it) and not exists(p) and (kind != "formula" or it.endswith(".ltl")):
             # (an inline formula may contain '*': only a pattern ending in .ltl is a formula glob)
             found = sorted(glob.glob(it))
             if not found:
@@ -79,9 +80,9 @@ def _source_bytes(kind: str, value: str | None) -> bytes:
     if value is None:
         return b"<default>"
     p = Path(value)
-    if kind == "tracr" and not p.is_file():
+    if kind == "tracr" and not is_file(p):
         p = p.with_suffix(".json")
-    return p.read_bytes() if p.is_file() else value.encode()
+    return p.read_bytes() if is_file(p) else value.encode()
 
 
 def job_name(kind: str, a: argparse.Namespace) -> str:
@@ -92,7 +93,7 @@ def job_name(kind: str, a: argparse.Namespace) -> str:
                             + hashlib.sha256(_source_bytes(kind, src)).digest()).hexdigest()[:8]
     if src is None:
         stem = "default"
-    elif Path(src).is_file() or kind != "formula":
+    elif is_file(src) or kind != "formula":
         stem = Path(src).stem
     else:
         stem = "inline"
@@ -141,7 +142,7 @@ def is_batch(args: argparse.Namespace, n_jobs: int) -> bool:
     directory (an existing one, or a path ending in '/')."""
     out = getattr(args, "output", None)
     return (n_jobs > 1 or getattr(args, "resume", False) or args.workers is not None or args.scheduler is not None
-            or bool(out and (Path(out).is_dir() or out.endswith(("/", os.sep)))))
+            or bool(out and (is_dir(out) or out.endswith(("/", os.sep)))))
 
 
 def output_dir(path: str | None) -> Path | None:
@@ -149,10 +150,13 @@ def output_dir(path: str | None) -> Path | None:
     if path is None:
         return None
     p = Path(path)
-    if p.exists() and not p.is_dir():
+    if exists(p) and not is_dir(p):
         raise ParameterError(f"{p}: is a file; a batch writes one certificate per job into a directory (-o DIR)")
-    if not p.exists():
-        if not p.parent.is_dir():
+    if not exists(p):
+        if not is_dir(p.parent):
             raise ParameterError(f"{p.parent}: no such directory")
-        p.mkdir()
+        try:
+            p.mkdir()
+        except OSError as e:  # e.g. a name longer than the file system allows
+            raise ParameterError(f"{p}: cannot create the directory ({e.strerror or e})") from None
     return p
