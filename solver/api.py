@@ -125,6 +125,12 @@ def confirm(c: Construction, *, n_max: int, inv_tau: float, max_positions: int |
     :func:`softhard.solver.formula_numeric.numeric_families`), each node's worst observed error
     against its bound.  Never a proof (THEORY §7).  Returns a :class:`Confirmation` (``.ok``).
 
+    ``n_max`` caps the families' lengths; it is not a promise that length ``n_max`` is run: the
+    lengths are the plan's (exhaustive words up to ``exhaustive_len`` = 10, random ones up to
+    ``random_n_max`` = 500, adversarial ones at ``adversarial_ns`` = 10, 100, 1000, 10^4 by default),
+    each capped by ``n_max``.  The lengths actually run are the checks' ``n``
+    (``max(ch.n for ch in result.checks)``); pass ``adversarial_ns=(n_max,)`` to run n_max itself.
+
     Bounded as ``certify``'s run is: the work is estimated from the plan before any run
     (:func:`~softhard.solver.formula_numeric.work_estimate`, in word positions) and refused above
     ``max_positions`` (None: no limit) with :class:`ParameterError`; an ``n_max`` that is not an
