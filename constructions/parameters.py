@@ -259,10 +259,9 @@ def check_output_path(path: str | os.PathLike, *, force: bool = False, force_nam
         raise ParameterError(f"{p}: not a file name (it contains a NUL character)")
     try:  # a name the OS refuses outright (too long, a file as a folder): one line, not an OSError later
         p.stat()
-    except FileNotFoundError:
-        pass
     except OSError as e:
-        raise ParameterError(f"{p}: not a usable file name ({e.strerror or e})") from None
+        if not isinstance(e, FileNotFoundError):  # a file still to be written is fine
+            raise ParameterError(f"{p}: not a usable file name ({e.strerror or e})") from None
     if p.is_dir():
         raise ParameterError(f"{p}: is a directory; give a file name for the certificate")
     if p.exists() and not force:
