@@ -271,6 +271,33 @@ def _name_copies(probs: list[tuple[str, str]], body: dict) -> list[tuple[str, st
     return out
 
 
+_CLAIM_PATH = re.compile(r"^claims\[(\d+)\]")
+_NODE_STATUS = re.compile(r"^nodes\[(\d+)\]\.status$")
+
+
+def _only_stopped_claims(body: dict, probs: list[tuple[str, str]]) -> bool:
+    """Whether every difference lies where a stored claim stopped by a solver budget may replay
+    decided: inside such a claim (``claims[k]``, stored ``unknown`` with a budget reason), the status
+    of a node of such a claim, or the top-level status when it is stored ``unknown``.  Anything else
+    (an edited proved claim, a bound, a top-level "proved") stays "invalid"."""
+    claims = body.get("claims") if isinstance(body.get("claims"), list) else []
+    stopped = {k for k, cl in enumerate(claims) if isinstance(cl, dict) and cl.get("status") == "unknown"
+               and isinstance(cl.get("reason"), str) and any(w in cl["reason"] for w in BUDGET_WORDS)}
+    ids = {claims[k].get("id") for k in stopped}
+    nodes = body.get("nodes") if isinstance(body.get("nodes"), list) else []
+    for p, _ in probs:
+        c, nd = _CLAIM_PATH.match(p), _NODE_STATUS.match(p)
+        if c and int(c.group(1)) in stopped:
+            continue
+        if nd and int(nd.group(1)) < len(nodes) and isinstance(nodes[int(nd.group(1))], dict) \
+                and nodes[int(nd.group(1))].get("claim") in ids:
+            continue
+        if p == "status" and body.get("status") == "unknown":
+            continue
+        return False
+    return True
+
+
 def _budget_hit(fresh: dict) -> bool:
     """Whether a re-run claim of ``fresh`` stopped at a budget (memoised for the replays kept in
     :data:`_REPLAYS`: every verify of an edited copy of one certificate shares its replay)."""
@@ -327,7 +354,7 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
             replay_hit = bool(probs) and _budget_hit(fresh)
             # a claim the certifying run left unknown at its time limit may replay proved or refuted under
             # the same limit (Z3's limits are wall-clock): not decided either way, never "edited"
-            stored_hit = bool(probs) and not replay_hit and _budget_hit(body)
+            stored_hit = bool(probs) and not replay_hit and _budget_hit(body) and _only_stopped_claims(body, probs)
             budget = replay_hit or stored_hit
             if replay_hit:
                 probs = [(p, m + " (the replay hit a solver budget — a query's time limit, a claim's box or "

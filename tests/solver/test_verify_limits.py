@@ -114,3 +114,20 @@ def test_a_budget_stopped_replay_exits_1_not_2(cert, tmp_path, capsys):
     clear_replay_cache()
     assert main(["verify", str(p), "--budget", "0.001"]) == 2
     assert "invalid certificate" in capsys.readouterr().err
+
+
+def test_a_stopped_claim_excuses_only_its_own_differences():
+    """A claim stored unknown at a 0.001 s limit, replayed at 20 s, is decided: its own fields, its
+    node's status and the top-level "unknown" may differ ("could not re-check", exit 1).  Anything
+    else edited with it — here the top-level status made "proved" — is still invalid (exit 2)."""
+    c = certify(build(load_spec("Y a", alphabet="ab"), "T"), n_max=10**6, tau="1/6000", numeric=False,
+                timeout_s=0.001)
+    assert c["status"] == "unknown" and "timeout" in c["claims"][0]["reason"]
+    clear_replay_cache()
+    rep = verify(c, {"formula": FORMULA}, timeout_s=20.0)
+    assert not rep.ok and rep.undecided and rep.exit_code == 1
+    assert {p for p, _ in rep.problems} >= {"nodes[0].status", "claims[0].status", "status"}
+    forged = _rehashed(c, lambda x: x.update(status="proved"))
+    clear_replay_cache()
+    rep = verify(forged, {"formula": FORMULA}, timeout_s=20.0)
+    assert not rep.ok and not rep.undecided and rep.exit_code == 2
