@@ -51,7 +51,7 @@ def main() -> None:
             t = T()
             cert = C.assemble(c, inv_tau=inv, n_lo=1, n_max=10**6, all_n=False, timeout_s=20, proofs=proofs,
                               found=found, numeric=num)
-            C.envelope(cert, {})
+            C.envelope(cert, {}, timeout_s=20.0)
             out["assemble+envelope"] = T() - t
         else:
             with open(path) as f:
