@@ -9,8 +9,9 @@ DESCRIPTION = ("Draw formula certificates made with --find-tau, one row per cert
                "left, per node, the 1/tau needed against n (tight numeric requirement, closed form, generic gap "
                "lemma) with the Z3-certified value (squares) and the empirical minimum (crosses); right, each "
                "node's bound against 1/tau with the tolerance eta, the certified 1/tau and the largest observed "
-               "leak. The curves come from the construction rebuilt from the certificate's source (docs). Needs "
-               "matplotlib (the [plot] extra).")
+               "leak. The curves come from the construction rebuilt from the certificate's source (docs). plot draws, it "
+               "does not verify: a certificate whose section hashes do not match gets a warning; run 'softhard "
+               "verify' before trusting a figure. Needs matplotlib (the [plot] extra).")
 
 
 def add_arguments(p) -> None:

@@ -105,3 +105,20 @@ def test_a_log_schedule_draws_the_certified_curve_s_ln_n_plus_1():
     assert np.all(nc.tight <= want * (1 + 1e-9)) and nc.tight[-1] > s  # a flat line at S would be below
     assert nc.certified_at == pytest.approx(s * math.log1p(nc.binding_n), rel=1e-15)
     assert nc.inv_taus[0] < nc.certified_at < nc.inv_taus[-1]
+
+
+def test_plot_warns_about_a_certificate_edited_after_certify(certs, tmp_path, capsys):
+    """plot draws, it does not verify (a new-user trial drew a tampered certificate without a word):
+    a section whose hash no longer matches gets one warning line naming it, and ``hashes_ok``
+    false; the genuine certificate draws silently with ``hashes_ok`` true."""
+    softhard.write_certificate(certs["U"], tmp_path / "U.json")
+    cert = json.loads((tmp_path / "U.json").read_text())
+    (node,) = cert["numeric"]["nodes"]
+    cert["numeric"]["nodes"][node]["worst_observed"] = 0.001
+    (tmp_path / "edited.json").write_text(json.dumps(cert))
+    assert main(["plot", str(tmp_path / "U.json"), str(tmp_path / "edited.json"), "-o", str(tmp_path / "f.png"),
+                 "--json"]) == 0
+    got = capsys.readouterr()
+    assert [r["hashes_ok"] for r in json.loads(got.out)["rows"]] == [True, False]
+    (line,) = got.err.strip().splitlines()
+    assert "edited.json" in line and "numeric" in line and "softhard verify" in line and "U.json" not in line

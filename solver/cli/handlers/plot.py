@@ -5,16 +5,19 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from ....constructions.errors import ParameterError
-from ...certjson import load_certificate
+from ...certjson import hash_problems, load_certificate
 from ...plots import draw, plot_data
 from .jobs import expand_inputs
 
 
 def handle(args) -> int:
-    """Draw the certificates into ``-o``; exit 0, or 2 for bad input (one line)."""
+    """Draw the certificates into ``-o``; exit 0, or 2 for bad input (one line).  Drawing is not
+    verifying: a certificate whose section hashes do not match gets a warning line (stderr) and
+    ``"hashes_ok": false`` in the ``--json`` rows; ``softhard verify`` re-checks it."""
     out = Path(args.output)
     if out.suffix.lower() not in (".png", ".svg"):
         raise ParameterError(f"{out}: the figure must be a .png or .svg file")
@@ -23,14 +26,21 @@ def handle(args) -> int:
     if not out.parent.is_dir():
         raise ParameterError(f"{out.parent}: no such directory")
     files = expand_inputs(args.certs, "certificate")
-    plots = []
+    plots, hashes_ok = [], []
     for f in files:
         try:
-            plots.append(plot_data(load_certificate(f)))
+            cert = load_certificate(f)
+            plots.append(plot_data(cert))
         except ParameterError as e:
             raise ParameterError(f"{f}: {e}") from None
+        edited = [path for path, _ in hash_problems(cert)]
+        hashes_ok.append(not edited)
+        if edited:  # plot draws, it does not verify: say so where a section's hash shows an edit
+            print(f"softhard: warning: {f}: the hashes of {', '.join(edited[:3])} do not match (edited after "
+                  "certify?); the figure draws it as it is — run 'softhard verify' on it", file=sys.stderr)
     draw(plots, str(out))
-    rows = [{"certificate": f, "title": p.title, "nodes": [nc.node for nc in p.nodes]} for f, p in zip(files, plots)]
+    rows = [{"certificate": f, "title": p.title, "nodes": [nc.node for nc in p.nodes], "hashes_ok": ok}
+            for f, p, ok in zip(files, plots, hashes_ok)]
     if args.json:
         print(json.dumps({"figure": str(out), "rows": rows}))
     else:
