@@ -15,6 +15,7 @@ from softhard.constructions.errors import ParameterError
 from softhard.constructions.parse import parse_formula
 from softhard.constructions.tracr_compile import rasp_outputs
 from softhard.solver.cli import main
+from softhard.solver.cli.handlers.console import elided
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MODEL = str(EXAMPLES / "models" / "ab_subsequence.json")
@@ -190,3 +191,24 @@ def test_an_output_name_the_os_refuses_is_one_line(capsys, tmp_path):
         assert main(["certify", "a", "--alphabet", "ab", "--no-numeric", "-o", out]) == 2
         assert why in one_line_error(capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
+
+
+def test_run_table_of_a_long_word_is_elided():
+    """``run`` on a 100 000-symbol word printed every position (a minute); a table now shows the
+    first and last 100 positions and the first 100 where soft and hard differ, in order, with one
+    gap marker (None) per run of left-out rows."""
+    rows = list(range(1000))
+    shown, left_out = elided(rows, lambda r: r % 7 == 0)
+    sevens = [r for r in range(100, 900) if r % 7 == 0][:100]  # 105, 112, ..., 798
+    kept = list(range(100)) + sevens + list(range(900, 1000))
+    assert [r for r in shown if r is not None] == kept and left_out == 1000 - len(kept)
+    assert shown[100] is None and shown[101] == 105 and shown.count(None) == len(sevens) + 1
+    assert elided(rows[:200], lambda r: True) == (rows[:200], 0)
+
+
+def test_run_prints_an_elided_table_with_its_count(capsys):
+    """At the closed-form 1/tau soft and hard agree on ``(ab)^150``: 300 positions, 200 shown."""
+    assert main(["run", "Y a", "ab" * 150, "--alphabet", "ab"]) == 0
+    out = capsys.readouterr().out
+    assert "(100 positions not shown" in out and "--json lists every position" in out
+    assert out.count("│ 300 │") == 1 and out.count("│ 150 │") == 0 and out.count("│ 100 │") == 1

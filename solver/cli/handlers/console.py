@@ -4,10 +4,12 @@ print (a numeric confirmation's verdict, a certificate's status)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sys
 import threading
 import time
+from typing import Callable
 
 from rich.console import Console
 
@@ -130,3 +132,27 @@ def certified_exit(cert: dict) -> int:
     """``certify``'s exit status: 0 when every claim is proved and the numeric confirmation (if
     run) agrees, else 1."""
     return 0 if cert["status"] == "proved" and (cert["numeric"] is None or cert["numeric"]["ok"]) else 1
+
+
+#: the most positions a ``run`` table prints (the first and last :data:`TABLE_ENDS` and up to
+#: :data:`TABLE_ENDS` where soft and hard differ); ``--json`` lists every position
+TABLE_ENDS = 100
+
+
+def elided(rows: list, differs: Callable[[object], bool]) -> tuple[list, int]:
+    """The rows a table shows for a long word: all of them up to ``2 * TABLE_ENDS``; beyond, the
+    first and last :data:`TABLE_ENDS` and the first :data:`TABLE_ENDS` rows where ``differs``, in
+    order, with None where rows are left out.  Returns ``(rows with None gaps, number left out)``
+    (a 100 000-symbol word's table took a minute to print)."""
+    n = len(rows)
+    if n <= 2 * TABLE_ENDS:
+        return list(rows), 0
+    keep = set(range(TABLE_ENDS)) | set(range(n - TABLE_ENDS, n))
+    keep |= set(itertools.islice((i for i in range(TABLE_ENDS, n - TABLE_ENDS) if differs(rows[i])), TABLE_ENDS))
+    out, last = [], -1
+    for i in sorted(keep):
+        if i != last + 1:
+            out.append(None)
+        out.append(rows[i])
+        last = i
+    return out, n - len(keep)

@@ -25,7 +25,7 @@ from ....constructions.semantics import truth
 from ....constructions.tracr import bos_obstacle
 from ....constructions.tracr_load import load_tracr
 from ..options import EXIT_FAIL, EXIT_OK
-from .console import fmt, stdout_console
+from .console import TABLE_ENDS, elided, fmt, stdout_console
 from .formula import formula_construction, schedule_inv_tau
 
 
@@ -123,10 +123,15 @@ def run_formula(args) -> int:
         t.add_column(col, justify="right")
     for h in heads:
         t.add_column(f"raw {h}", justify="right", overflow="fold", max_width=24)
-    for r in rows:
+    shown, left_out = elided(rows, lambda r: (r["soft"] > 0.5) != (r["hard"] > 0.5))
+    for r in shown:
+        if r is None:
+            t.add_row("…", *[""] * (4 + len(heads)))
+            continue
         t.add_row(str(r["position"]), r["symbol"], str(r["reference"]), fmt(r["hard"]), fmt(r["soft"]),
                   *[fmt(r["raw"][h], 8) for h in heads])
     con.print(t)
+    _left_out_line(con, left_out)
     acc = result["accepted"]
     con.print(f"judged at the {at} position: reference {'accepts' if acc['reference'] else 'rejects'}, "
               f"hard {'accepts' if acc['hard'] else 'rejects'}, soft {'accepts' if acc['soft'] else 'rejects'}")
@@ -205,10 +210,15 @@ def run_model(args) -> int:
         t = Table(show_header=True, header_style="bold", title=f"output {o['output']} ({o['type']}, read at {o['at']})")
         for col in ("pos", "sym", "hard", "soft", "hard read", "soft read"):
             t.add_column(col, justify="right")
-        for r in o["positions"]:
+        shown, left_out = elided(o["positions"], lambda r: r["hard_read"] != r["soft_read"])
+        for r in shown:
+            if r is None:
+                t.add_row("…", *[""] * 5)
+                continue
             t.add_row(str(r["position"]), r["symbol"], ", ".join(fmt(v) for v in r["hard"]),
                       ", ".join(fmt(v) for v in r["soft"]), str(r["hard_read"]), str(r["soft_read"]))
         con.print(t)
+        _left_out_line(con, left_out)
     for note in tie_notes:
         con.print(f"  {note}")
     for name, h in heads.items():
@@ -217,6 +227,13 @@ def run_model(args) -> int:
         con.print("[red]the soft model's read-out differs from the hard model's at some position[/red] "
                   "(exit 1): the temperature is too warm for this word")
     return 0 if agree else 1
+
+
+def _left_out_line(con, left_out: int) -> None:
+    """Under an elided table: how many positions it leaves out (none: nothing printed)."""
+    if left_out:
+        con.print(f"({left_out} positions not shown: the first and last {TABLE_ENDS} and the first {TABLE_ENDS} "
+                  "where soft and hard differ are; --json lists every position)")
 
 
 def _verdict(accepts: bool) -> str:
@@ -280,11 +297,16 @@ def run_tracr(args) -> int:
     t = Table(show_header=True, header_style="bold")
     for col in ("pos", "token", "hard (exact)", "soft", "|soft - hard|", "stored RASP"):
         t.add_column(col, justify="right")
-    for r in rows:
+    shown, left_out = elided(rows, lambda r: r["soft"] != r["hard"])
+    for r in shown:
+        if r is None:
+            t.add_row("…", *[""] * 5)
+            continue
         t.add_row(str(r["position"]), r["token"], str(r["hard"]) if o.type == "categorical" else fmt(r["hard"], 10),
                   str(r["soft"]) if o.type == "categorical" else fmt(r["soft"], 10), fmt(r["max_abs_soft_minus_hard"], 3),
                   "-" if r["rasp"] is None else str(r["rasp"]))
     con.print(t)
+    _left_out_line(con, left_out)
     if ob is not None:
         con.print(f"[yellow]note[/yellow]: {res['bos_convention']}")
     return 0
