@@ -9,7 +9,8 @@ from .options import FORMULA_HELP, add_formula_options, length_option, tau_optio
 HELP = "run the hard and soft transformers of a formula, a model file or a Tracr export on one word"
 DESCRIPTION = ("Run the hard (UHA) and soft (softmax) transformers of a formula on STRING and print, per position, "
                "the reference value, the hard value, the soft clean value, and each attention node's soft value "
-               "before clean-up.")
+               "before clean-up. A word longer than 200 positions shows the first and last 100 and the first 100 "
+               "where soft and hard differ (--json lists every position).")
 
 
 def add_arguments(p) -> None:
