@@ -79,15 +79,17 @@ def verify_exhaustive_limit() -> int:
     return VERIFY_EXHAUSTIVE_LIMIT * TASK_WORKERS.get()
 
 
-def check_exhaustive_limit(limit: int, consequence: str) -> None:
+def check_exhaustive_limit(limit: int, consequence: str,
+                           cap_is: str = "the most words 'softhard verify' re-enumerates (with the same --workers)"
+                           ) -> None:
     """Refuse an ``--exhaustive-limit`` above :func:`verify_exhaustive_limit` (words; ``gap`` and
-    ``certify --model``), before any work: ``consequence`` says why, in the message.  A huge limit is
-    shown by its order of magnitude, never as all its digits.  Raises :class:`ParameterError`."""
+    ``certify --model``), before any work: ``cap_is`` names the maximum and ``consequence`` says why,
+    in the message.  A huge limit is shown by its order of magnitude, never as all its digits.
+    Raises :class:`ParameterError`."""
     cap = verify_exhaustive_limit()
     if limit > cap:
         shown = str(limit) if limit < 10**24 else f"about 1e+{int(math.log10(limit))}"
-        raise ParameterError(f"--exhaustive-limit {shown} exceeds {cap}, the most words 'softhard verify' "
-                             f"re-enumerates (with the same --workers): {consequence}")
+        raise ParameterError(f"--exhaustive-limit {shown} exceeds {cap}, {cap_is}: {consequence}")
 SOURCE = "THEORY §2 (gap lemma), §6 (composition along the model graph, per coordinate)"
 
 

@@ -33,7 +33,8 @@ def test_gap_refuses_an_exhaustive_limit_beyond_the_verify_maximum(capsys):
     for limit, shown in (("1e13", "10000000000000"), ("1e400", "about 1e+400")):
         assert main(["gap", "--model", MODEL, "--n-max", "40", "--exhaustive-limit", limit]) == 2
         err = one_line_error(capsys)
-        assert f"--exhaustive-limit {shown} exceeds 1000000" in err
+        assert f"--exhaustive-limit {shown} exceeds 1000000, the most words an exhaustive gap analysis" in err
+        assert "verify" not in err  # not the wording of certify --model's refusal
     # the maximum itself is accepted (auto: 30 words, exhaustive)
     assert main(["gap", "--model", MODEL, "--n-max", "4", "--exhaustive-limit", "1000000", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["report"]["words"] == 2 + 4 + 8 + 16

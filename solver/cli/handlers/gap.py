@@ -17,10 +17,11 @@ from .console import fmt, progress, stdout_console
 
 def handle(args) -> int:
     """The gap report (and, with the tie-break, the report after it); exit 1 when a gap is 0.
-    Raises :class:`ParameterError` for an ``--exhaustive-limit`` above the most words verify
-    re-enumerates (the same maximum as ``certify --model``: the work stays bounded)."""
+    Raises :class:`ParameterError` for an ``--exhaustive-limit`` above the most words an exhaustive
+    analysis enumerates (the same maximum as ``certify --model``: the work stays bounded)."""
     check_exhaustive_limit(args.exhaustive_limit, "an exhaustive analysis that large would not finish "
-                           "(use --method searched for longer words)")
+                           "(use --method searched for longer words)",
+                           cap_is="the most words an exhaustive gap analysis enumerates")
     spec = load_model(args.model)
     hm = spec.canonical()
     opts = dict(exhaustive_limit=args.exhaustive_limit, search_words=args.search_words,
