@@ -55,8 +55,15 @@ COMPOSED = ("all node claims proved  =>  every clean-up round_eta is exact  =>  
             "output equals the hard transformer's on every word in the range (THEORY §3)")
 
 def float64_margin(c: Construction, b, n_bind: int | None, lo: int) -> float:
-    """Relative margin on 1/τ for the search: 10× the float64 rounding allowance of the leak at the
-    binding length (so a float64 run at the certified τ also stays within η), at least 1e-9.
+    """Relative margin on 1/τ for the search, so that a float64 run at the certified τ also stays
+    within η: 10× the float64 rounding allowance ``A`` of the leak at the binding length and the
+    exact requirement (at least 1e-9) while that is at most :data:`SMALL_MARGIN` — the leak falls at
+    least as fast as 1/τ rises, so the raise covers ``leak·(1 + 10A) ≤ η``.  A larger allowance
+    (from n ≈ 10^10 in regime T, where the scores' rounding error times 1/τ is no longer small) grows
+    with 1/τ itself, so a raise by 10A can overshoot by orders of magnitude (10^5× at n = 10^15):
+    there the margin is the smallest raise ``t`` found with ``leak(x(1+t))·(1 + 10·A(x(1+t))) ≤ η``
+    (:func:`_covering_raise`), or 1e-9 when none up to 10^3 exists — float64 cannot represent the
+    construction at that length, whatever τ, and the precision section's premise says so.
 
     Beyond the length where float64 separates adjacent positions (:func:`separable_up_to`) no
     float64 run represents the construction, so no margin is owed there: 1e-9 (the allowance also
@@ -67,10 +74,43 @@ def float64_margin(c: Construction, b, n_bind: int | None, lo: int) -> float:
     nb_ = n_bind if n_bind is not None else 10**6
     if max(nb_, lo) > separable_up_to(c.regime, c.beta, FORMATS["float64"]):
         return 1e-9
-    x = float(required_inv_tau(b.leak if n_bind is not None or b.all_n is None else b.all_n,
-                               n_value=max(nb_, lo), eta_value=c.tolerance, beta_value=c.beta))
+    expr = b.leak if n_bind is not None or b.all_n is None else b.all_n
+    x = float(required_inv_tau(expr, n_value=max(nb_, lo), eta_value=c.tolerance, beta_value=c.beta))
     scale = 1 + float(c.beta) + 0.5 if c.regime == "T" else 2.0 * (nb_ + 1)  # Σ|q_c k_c| ≤ i + j
-    return max(1e-9, 10 * leak_rounding_allowance(scale, 2, max(x, 1e-9), nb_ + 1))
+    m = 10 * leak_rounding_allowance(scale, 2, max(x, 1e-9), nb_ + 1)
+    if m <= SMALL_MARGIN:
+        return max(1e-9, m)
+    raise_t = _covering_raise(lambda v: float(evaluate(expr, n_value=max(nb_, lo), inv_tau=v, beta_value=c.beta,
+                                                       eta_value=c.eta)),
+                              lambda v: leak_rounding_allowance(scale, 2, v, nb_ + 1), x, float(c.tolerance))
+    return 1e-9 if raise_t is None else max(1e-9, raise_t)
+
+
+#: the largest margin :func:`float64_margin` takes as 10× the allowance (a raise of 1/τ by 0.1%)
+SMALL_MARGIN = 1e-3
+
+
+def _covering_raise(leak: Callable[[float], float], allowance: Callable[[float], float], x: float,
+                    eta: float) -> float | None:
+    """Smallest relative raise ``t`` in [10^-3, 10^3] found with ``leak(x(1+t))·(1 + 10·allowance(x(1+t)))
+    ≤ eta`` (a doubling grid from 10^-3, then 40 bisection steps below the first grid point that
+    covers), or None.  Numeric (float64 and the leak's 50-digit value): it only places the search's
+    candidate; the claim at the certified value is proved exactly and the precision section checks
+    the float64 premise there."""
+    def covers(t: float) -> bool:
+        v = x * (1 + t)
+        a = allowance(v)
+        return math.isfinite(a) and leak(v) * (1 + 10 * a) <= eta
+
+    lo, t = 0.0, SMALL_MARGIN
+    while t <= 1e3:
+        if covers(t):
+            for _ in range(40):
+                mid = (lo + t) / 2
+                lo, t = (lo, mid) if covers(mid) else (mid, t)
+            return t
+        lo, t = t, 2 * t
+    return None
 
 
 @dataclass

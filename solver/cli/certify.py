@@ -38,7 +38,9 @@ def add_arguments(p) -> None:
     g.add_argument("--tau", type=list_of(tau_option), default=None,
                    help="the temperature to certify, exact (e.g. 1/5000)")
     g.add_argument("--find-tau", action="store_true",
-                   help="find and certify the largest tau (smallest 1/tau); the default when --tau is not given")
+                   help="find and certify the largest tau (smallest 1/tau): just above the tight requirement, raised "
+                        "where that lets a float64 run at it stay within eta too (search.per_bound has the tight "
+                        "value); the default when --tau is not given")
     p.add_argument("-o", "--output", default=None,
                    help="write the certificate to this file (atomically); a batch (or a path ending in '/') writes "
                         "one certificate per job into this directory, with stable names")
