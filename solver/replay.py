@@ -181,6 +181,8 @@ class Kind:
 
 _REPLAYS: dict[bytes, tuple[dict, object, list]] = {}
 _REPLAY_CACHE = 16
+#: artefact key -> the replay its re-run oracle calls confirmed (this process; :func:`_fast`)
+_ARTEFACTS: dict[str, Replayed] = {}
 
 
 def _replay(kind: Kind, cert: dict, timeout_s: float) -> tuple[dict, object, list]:
@@ -356,6 +358,7 @@ def clear_replay_cache() -> None:
     """Forget earlier replays (each verify of an identical certificate otherwise reuses one)."""
     _REPLAYS.clear()
     _BUDGET_HITS.clear()
+    _ARTEFACTS.clear()
 
 
 def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = None,
@@ -436,7 +439,9 @@ def _fast(fast_inputs: Mapping[str, Callable[[dict], object]] | None, name: str,
     (:mod:`softhard.solver.replay_memo`); the replay when an artefact under it re-ran every oracle
     call live with the recorded answers before ``deadline`` (``time.perf_counter()``) — unless this
     process replayed the same inputs already (:data:`_REPLAYS`: the live path reuses that replay
-    without re-running anything)."""
+    without re-running anything).  As a live replay is, an artefact's replay is kept for this
+    process's later verifies of the same inputs (:data:`_ARTEFACTS`: edited copies of one
+    certificate share it; :func:`clear_replay_cache` forgets it)."""
     if fast_inputs is None or name not in fast_inputs or not memo_enabled():
         return None, None
     try:
@@ -446,4 +451,11 @@ def _fast(fast_inputs: Mapping[str, Callable[[dict], object]] | None, name: str,
             return None, key
     except (KeyError, TypeError, ValueError):  # inputs the kind cannot read: the live path reports them
         return None, None
-    return lookup(key, deadline), key
+    if key not in _ARTEFACTS:
+        got = lookup(key, deadline)
+        if got is None:
+            return None, key
+        if len(_ARTEFACTS) >= _REPLAY_CACHE:
+            _ARTEFACTS.pop(next(iter(_ARTEFACTS)))
+        _ARTEFACTS[key] = got
+    return _ARTEFACTS[key], key

@@ -112,6 +112,19 @@ def _rerun(row: dict) -> bool:
     return rerun_row(row)
 
 
+def _queries_in_transcript(fresh: dict, transcript: list) -> bool:
+    """Whether every Z3 query the recorded output states (``claims[*].queries[*]``: text, answer,
+    reason) is a row of the transcript, i.e. is re-run live with that answer: whatever an artefact
+    holds, a claim it calls proved was re-proved by this verify on exactly the stated queries."""
+    ran = {(r["z3"], r["answer"], r["reason"]) for r in transcript if isinstance(r, dict) and "z3" in r}
+    claims = fresh.get("claims")
+    for cl in claims if isinstance(claims, list) else []:
+        for q in cl.get("queries") or []:
+            if (q["smtlib"], q["answer"], q["reason"]) not in ran:
+                return False
+    return True
+
+
 def lookup(key: str, deadline: float | None = None) -> Replayed | None:
     """The replay recorded under ``key`` with every oracle call re-run live and answered as
     recorded, or None (no artefact, a malformed one, a different live answer, or the wall-clock
@@ -125,12 +138,14 @@ def lookup(key: str, deadline: float | None = None) -> Replayed | None:
                 and isinstance(art["transcript"], list) and isinstance(art["checked"], list)):
             return None
         problems = [(str(p), str(m)) for p, m in art["problems"]]
+        if not _queries_in_transcript(art["fresh"], art["transcript"]):
+            return None
         for row in art["transcript"]:
             if deadline is not None and time.perf_counter() > deadline:
                 return None
             if not (isinstance(row, dict) and _rerun(row)):
                 return None
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, AttributeError):
         return None
     return Replayed(fresh=art["fresh"], problems=problems, checked=[str(c) for c in art["checked"]],
                     from_artefact=True)
