@@ -201,15 +201,20 @@ def _replay(kind: Kind, cert: dict, timeout_s: float) -> tuple[dict, object, lis
     return _REPLAYS[key]
 
 
-def _live(kind: Kind, cert: dict, timeout_s: float, deadline: float) -> Replayed:
-    """The live replay of ``cert`` (its claims within the verify's ``deadline``,
-    ``time.perf_counter()``) and its measured checks, with the oracle transcript of both (raises
-    what ``kind.replay`` raises)."""
+def _live(kind: Kind, cert: dict, timeout_s: float, deadline: float) -> tuple[dict, object, list]:
+    """The live replay of ``cert``, its claims within the verify's ``deadline``
+    (``time.perf_counter()``), with its oracle transcript (raises what ``kind.replay`` raises)."""
     token = VERIFY_DEADLINE.set(deadline)
     try:
-        fresh, ctx, log = _replay(kind, cert, timeout_s)
+        return _replay(kind, cert, timeout_s)
     finally:
         VERIFY_DEADLINE.reset(token)
+
+
+def _measured(kind: Kind, cert: dict, fresh: dict, ctx: object, log: list) -> Replayed:
+    """A live replay with the kind's measured checks of ``cert`` (their problems and ``checked``
+    lines; malformed measured fields are one problem, anything else raised propagates as before),
+    and the oracle transcript of both."""
     out = Replayed(fresh=fresh, transcript=list(log))
     if kind.check_measured is not None:
         scratch = VerifyReport()
@@ -389,15 +394,16 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
     else:
         limit = replay_timeout(cert, timeout_s)
         deadline = time.perf_counter() + budget_s  # one total budget, whichever path replays
+        got, key = _fast(fast_inputs, name, cert, limit, deadline)
         try:
-            got, key = _fast(fast_inputs, name, cert, limit, deadline)
-            if got is None:
-                got = _live(kinds[name], cert, limit, deadline)
+            live = None if got is not None else _live(kinds[name], cert, limit, deadline)
         except SofthardError as e:
             rep.add(getattr(e, "path", None) or "source", f"cannot replay the certificate: {e}")
         except Exception as e:  # noqa: BLE001 — a tampered source can fail in many ways; report, never crash
             rep.add("source", f"cannot replay the certificate: {e.__class__.__name__}: {e}")
         else:
+            if live is not None:
+                got = _measured(kinds[name], cert, *live)
             fresh = got.fresh
             # (``solver`` is an input of the replay, as ``range`` is: taken, not re-derived; schema-checked)
             body = {k: v for k, v in cert.items() if k not in ("hashes", SOLVER_SECTION)}
@@ -449,7 +455,7 @@ def _fast(fast_inputs: Mapping[str, Callable[[dict], object]] | None, name: str,
         key = artefact_key(name, inputs, timeout_s)
         if canonical([name, inputs, timeout_s]) in _REPLAYS:
             return None, key
-    except (KeyError, TypeError, ValueError):  # inputs the kind cannot read: the live path reports them
+    except (KeyError, TypeError, ValueError, AttributeError):  # inputs the kind cannot read: the live path reports them
         return None, None
     if key not in _ARTEFACTS:
         got = lookup(key, deadline)
