@@ -24,10 +24,10 @@ from softhard.solver import replay
 from softhard.solver.certificate import certify
 from softhard.solver.certjson import canonical, compute_hashes
 from softhard.solver.formula_inputs import inputs as formula_inputs
-from softhard.solver.kinds import verify_certificate
+from softhard.solver.kinds import FAST_INPUTS, KINDS, verify_certificate
 from softhard.solver.pipeline import build
 from softhard.solver.replay_memo import artefact_key
-from tamper import undetected
+from tamper import section_edits, undetected
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -159,6 +159,36 @@ def test_every_edit_is_rejected_with_the_artefact_warm(t4):
 
     assert undetected(t4, "formula", verify, inputs=INPUTS) == []
     assert sum(served) > 300  # most edits are of derived fields: the artefact served them
+
+
+def test_the_key_covers_every_measured_field_the_checks_read(t4):
+    """The recorded measured-check result is reused only under the same key, so every measured
+    field the checks read must change the key: each edit of the numeric section, and of a search
+    row's ``rounds`` and ``empirical`` (the fields the formula kind's ``check_measured`` reads)."""
+    assert KINDS["formula"].inputs is FAST_INPUTS["formula"] is formula_inputs
+
+    def key(c):
+        return artefact_key("formula", formula_inputs(c), 20.0)
+
+    base = key(t4)
+    n = 0
+    for where, what, c2 in section_edits(t4, "numeric"):
+        assert key(c2) != base, (where, what)
+        n += 1
+    assert n > 100
+    row = next(i for i, r in enumerate(t4["search"]["per_bound"]) if r.get("empirical"))
+    for field in ["rounds"] + [f"empirical.{k}" for k in t4["search"]["per_bound"][row]["empirical"]]:
+        c2 = copy.deepcopy(t4)
+        target, leaf = c2["search"]["per_bound"][row], field.split(".")
+        for k in leaf[:-1]:
+            target = target[k]
+        target[leaf[-1]] = "edited"
+        assert key(c2) != base, field
+    # and the measured fields outside the key are read by no check: timings, versions, the date
+    c2 = copy.deepcopy(t4)
+    c2["created"], c2["tool"]["z3-solver"], c2["times"]["total_s"] = "then", "0", 1e9
+    c2["claims"][0]["seconds"] = c2["claims"][0]["queries"][0]["seconds"] = 1e9
+    assert key(c2) == base
 
 
 def _doctored(cert: dict, change) -> None:
