@@ -21,7 +21,8 @@ import sympy as sp
 
 from ..bounds.cache import Unencodable, encode_expr
 from ..constructions.errors import SolverError
-from .balls import ArbResult, compile_tree, tree_arb_check, tree_exceeds, tree_value_at
+from .balls import ArbResult, arb_row, compile_tree, exceeds_row, tree_arb_check, tree_exceeds, tree_value_at
+from .oracle import note_answer
 
 __all__ = ["ArbResult", "arb_check", "arb_eval", "exceeds", "tree_of", "value_at"]
 
@@ -48,7 +49,10 @@ def arb_eval(expr: sp.Expr, nval: flint.arb) -> flint.arb:
 def exceeds(expr: sp.Expr, tol: Fraction, nv: int, prec: int = 256) -> tuple[bool, str]:
     """Rigorously ``expr(nv) > tol``?  (:func:`softhard.solver.balls.tree_exceeds`: both balls at
     ``prec`` bits.)  Returns the verdict and the value's ball as text (20 digits)."""
-    return tree_exceeds(tree_of(expr), tol, nv, prec=prec)
+    tree = tree_of(expr)
+    out = tree_exceeds(tree, tol, nv, prec=prec)
+    note_answer(exceeds_row(tree, tol, nv, prec, out))
+    return out
 
 
 def value_at(expr: sp.Expr, nv: int, prec: int = 256) -> flint.arb:
@@ -61,4 +65,7 @@ def arb_check(expr: sp.Expr, eta: Fraction, lo: int, hi: int | None, *, prec: in
     """Check ``∀ integer n ∈ [lo, hi]: expr(n) ≤ eta`` by subdivision
     (:func:`softhard.solver.balls.tree_arb_check`; ``hi=None``: all n ≥ lo, checked up to 2^40 and
     the rest reported unknown unless the expression does not depend on n)."""
-    return tree_arb_check(tree_of(expr), eta, lo, hi, prec=prec, max_boxes=max_boxes, deadline_s=deadline_s)
+    tree = tree_of(expr)
+    out = tree_arb_check(tree, eta, lo, hi, prec=prec, max_boxes=max_boxes, deadline_s=deadline_s)
+    note_answer(arb_row(tree, eta, lo, hi, prec, max_boxes, out))
+    return out

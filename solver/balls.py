@@ -238,3 +238,42 @@ def _decide_point(v, eta_b, nv, boxes, t0) -> ArbResult:
     if v > eta_b:
         return ArbResult("refuted", boxes, time.perf_counter() - t0, counterexample=nv, value=v.str(20))
     return ArbResult("unknown", boxes, time.perf_counter() - t0, reason="value indistinguishable from eta")
+
+
+# ------------------------------------------------------------------------------------------
+# oracle rows (softhard.solver.oracle): an arb check as recorded by a live replay, and its re-run
+
+
+#: the time limit (seconds) of an arb check re-run from a recorded row (a recorded row never hit
+#: its own: a replay whose checks hit a budget is not recorded; ISSUE 16)
+RERUN_DEADLINE_S = 20.0
+
+
+def arb_row(tree: list, eta: Fraction, lo: int, hi: int | None, prec: int, max_boxes: int, res: ArbResult) -> dict:
+    """The oracle row of one :func:`tree_arb_check` call and its result (``seconds`` left out: a
+    measurement).  JSON-able."""
+    return {"arb": tree, "eta": str(eta), "lo": lo, "hi": hi, "prec": prec, "max_boxes": max_boxes,
+            "result": [res.status, res.boxes, res.counterexample, res.value, res.reason]}
+
+
+def exceeds_row(tree: list, tol: Fraction, nv: int, prec: int, out: tuple[bool, str]) -> dict:
+    """The oracle row of one :func:`tree_exceeds` call and its verdict.  JSON-able."""
+    return {"exceeds": tree, "tol": str(tol), "n": nv, "prec": prec, "result": [bool(out[0]), out[1]]}
+
+
+def rerun_row(row: dict) -> bool:
+    """Re-run the arb check an oracle row (:func:`arb_row`, :func:`exceeds_row`) records, live, and
+    whether it gives the recorded result exactly (False for a row of another shape, a tree that no
+    longer compiles or a check that now hits its time limit).  Source: SOLVER-NOTES.md (ball
+    arithmetic as the second check)."""
+    try:
+        if "arb" in row:
+            r = tree_arb_check(row["arb"], Fraction(row["eta"]), row["lo"], row["hi"], prec=row["prec"],
+                               max_boxes=row["max_boxes"], deadline_s=RERUN_DEADLINE_S)
+            return [r.status, r.boxes, r.counterexample, r.value, r.reason] == row["result"]
+        if "exceeds" in row:
+            over, text = tree_exceeds(row["exceeds"], Fraction(row["tol"]), row["n"], prec=row["prec"])
+            return [bool(over), text] == row["result"]
+    except (SolverError, KeyError, TypeError, ValueError, ZeroDivisionError, ArithmeticError):
+        return False
+    return False

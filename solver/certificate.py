@@ -39,6 +39,7 @@ from .certjson import compute_hashes
 from .check import Claim, ClaimResult, ProofCache
 from .claims import (choice_static, claim_json, claim_specs, construction_static, frac_str, graph_data, node_static,
                      parse_frac, schedule_outcome, versions)
+from .formula_inputs import inputs as formula_inputs
 from .formula_numeric import NUMERIC_TEXTS, check_nodes, check_plan, numeric_section
 from .pipeline import Construction, rebuild
 from .precision import FORMATS, precision_section, separable_up_to
@@ -474,15 +475,6 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | str |
 # replay (verify)
 
 
-def _inputs(cert: dict) -> object:
-    srch = cert.get("search")
-    rows = None if srch is None else [{k: r.get(k) for k in ("node", "inv_tau_certified", "rounds", "empirical")}
-                                      for r in srch["per_bound"]]
-    return [cert["source"], cert["construction"]["regime"], cert["construction"]["params"],
-            cert["construction"]["inv_tau"], cert["range"], rows, (srch or {}).get("params"), cert.get("numeric"),
-            cert["construction"].get("schedule")]
-
-
 def construction_params(cert: dict) -> Params:
     """The certificate's parameters as one :class:`Params` (``construction.regime``,
     ``construction.params``, the source's comparator).  Raises :class:`CertificateError` naming
@@ -588,4 +580,4 @@ def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
 
 
 #: the formula kind in the registry (:mod:`softhard.solver.kinds`)
-FORMULA = Kind(name="formula", inputs=_inputs, replay=replay, check_measured=check_measured)
+FORMULA = Kind(name="formula", inputs=formula_inputs, replay=replay, check_measured=check_measured)

@@ -30,10 +30,12 @@ from functools import lru_cache
 from importlib import resources
 from typing import Callable, Mapping
 
-
 from ..constructions.errors import SofthardError
-from .check import VERIFY_DEADLINE
 from .certjson import canonical, diff, hash_problems, leaves
+from .oracle import ORACLE_LOG
+from .replay_memo import Replayed, artefact_key, lookup, record, remember_schema_valid, schema_valid
+from .replay_memo import enabled as memo_enabled
+from .z3proc import VERIFY_DEADLINE
 
 SCHEMA = "softhard-certificate"
 SCHEMA_VERSION = 2
@@ -177,20 +179,58 @@ class Kind:
     check_measured: Callable[[dict, object, VerifyReport], None] | None = None
 
 
-_REPLAYS: dict[bytes, tuple[dict, object]] = {}
+_REPLAYS: dict[bytes, tuple[dict, object, list]] = {}
 _REPLAY_CACHE = 16
+#: artefact key -> the replay its re-run oracle calls confirmed (this process; :func:`_fast`)
+_ARTEFACTS: dict[str, Replayed] = {}
 
 
-def _replay(kind: Kind, cert: dict, timeout_s: float) -> tuple[dict, object]:
+def _replay(kind: Kind, cert: dict, timeout_s: float) -> tuple[dict, object, list]:
+    """``kind.replay`` (memoised per inputs and limit), with the oracle transcript it recorded."""
     key = canonical([kind.name, kind.inputs(cert), timeout_s])
     if key not in _REPLAYS:
         if len(_REPLAYS) >= _REPLAY_CACHE:
             _BUDGET_HITS.pop(id(_REPLAYS.pop(next(iter(_REPLAYS)))[0]), None)
-        _REPLAYS[key] = kind.replay(cert, timeout_s)
+        log: list = []
+        token = ORACLE_LOG.set(log)
+        try:
+            fresh, ctx = kind.replay(cert, timeout_s)
+        finally:
+            ORACLE_LOG.reset(token)
+        _REPLAYS[key] = (fresh, ctx, log)
     return _REPLAYS[key]
 
 
-def _envelope(cert, rep: VerifyReport) -> bool:
+def _live(kind: Kind, cert: dict, timeout_s: float, deadline: float) -> tuple[dict, object, list]:
+    """The live replay of ``cert``, its claims within the verify's ``deadline``
+    (``time.perf_counter()``), with its oracle transcript (raises what ``kind.replay`` raises)."""
+    token = VERIFY_DEADLINE.set(deadline)
+    try:
+        return _replay(kind, cert, timeout_s)
+    finally:
+        VERIFY_DEADLINE.reset(token)
+
+
+def _measured(kind: Kind, cert: dict, fresh: dict, ctx: object, log: list) -> Replayed:
+    """A live replay with the kind's measured checks of ``cert`` (their problems and ``checked``
+    lines; malformed measured fields are one problem, anything else raised propagates as before),
+    and the oracle transcript of both."""
+    out = Replayed(fresh=fresh, transcript=list(log))
+    if kind.check_measured is not None:
+        scratch = VerifyReport()
+        token = ORACLE_LOG.set(out.transcript)
+        try:
+            kind.check_measured(cert, ctx, scratch)
+            scratch.checked.append("measured fields consistent")
+        except (KeyError, TypeError, ValueError, ArithmeticError, AttributeError) as e:
+            scratch.add("measured", f"malformed measured fields ({e.__class__.__name__}: {e})")
+        finally:
+            ORACLE_LOG.reset(token)
+        out.problems, out.checked = scratch.problems, scratch.checked
+    return out
+
+
+def _envelope(cert, rep: VerifyReport) -> bool | None:
     if not isinstance(cert, dict):
         rep.add("<root>", "a certificate is a JSON object")
         return False
@@ -202,6 +242,9 @@ def _envelope(cert, rep: VerifyReport) -> bool:
     if sid != SCHEMA or ver != SCHEMA_VERSION:
         rep.add("schema", f"not a softhard certificate of schema {SCHEMA_VERSION} (schema {sid!r}, version {ver!r})")
         return False
+    if schema_valid(cert, _schema_text()):  # this exact text validated before (replay_memo; the cache's trust)
+        rep.checked.append("schema")
+        return None  # valid, from the memo
     import jsonschema  # third-party, heavy: loaded by verify only (see _validator)
 
     try:
@@ -215,6 +258,11 @@ def _envelope(cert, rep: VerifyReport) -> bool:
     rep.checked.append("schema")
     return True
 
+
+#: what a replay checked (:attr:`VerifyReport.checked`), live or from a recorded artefact
+LIVE_CHECKED = "replayed from source and parameters: every non-measured field re-derived and compared"
+ARTEFACT_CHECKED = ("replayed from a recorded artefact of the same inputs and code: every Z3 query and arb check "
+                    "re-run live with the recorded answers, every non-measured field compared")
 
 #: words in a re-run claim's ``reason`` that mean the replay hit a budget, not a different answer
 BUDGET_WORDS = ("timeout", "time limit", "budget")
@@ -315,10 +363,12 @@ def clear_replay_cache() -> None:
     """Forget earlier replays (each verify of an identical certificate otherwise reuses one)."""
     _REPLAYS.clear()
     _BUDGET_HITS.clear()
+    _ARTEFACTS.clear()
 
 
 def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = None,
-           budget_s: float = DEFAULT_BUDGET_S) -> VerifyReport:
+           budget_s: float = DEFAULT_BUDGET_S,
+           fast_inputs: Mapping[str, Callable[[dict], object]] | None = None) -> VerifyReport:
     """Verify ``cert`` by replay (module docstring); never raises for a bad certificate — every
     problem is reported with its JSON path.  ``kinds``: the registry of certificate kinds
     (:data:`softhard.solver.kinds.KINDS`).  ``timeout_s``: the hard wall-clock limit of each
@@ -326,31 +376,38 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
     default): the certifying run's own limit, ``solver.timeout_s`` (:func:`replay_timeout`);
     ``budget_s``: the total time the replay may spend proving claims (each claim also has its own
     box and time budget); a claim left unproved by a budget is reported as not re-checked, and the
-    report is :attr:`~VerifyReport.undecided` when nothing else is wrong."""
+    report is :attr:`~VerifyReport.undecided` when nothing else is wrong.  ``fast_inputs``: kind
+    name -> its ``inputs`` function importable without the kind's module; for those kinds a
+    recorded replay artefact is used when every oracle call re-run live gives the recorded answer
+    (:mod:`softhard.solver.replay_memo`: the same report as the live path), and a valid
+    certificate's live replay records one."""
     t0 = time.perf_counter()
     rep = VerifyReport(status=cert.get("status") if isinstance(cert, dict) else None)
-    if not _envelope(cert, rep):
+    schema_live = _envelope(cert, rep)
+    if schema_live is False:
         rep.seconds = time.perf_counter() - t0
         return rep
     hashes = hash_problems(cert)
-    kind = kinds.get(cert["kind"])
-    if kind is None:
-        rep.add("kind", f"unknown certificate kind {cert['kind']!r} (known: {', '.join(sorted(kinds))})")
+    name = cert["kind"]
+    if name not in kinds:
+        rep.add("kind", f"unknown certificate kind {name!r} (known: {', '.join(sorted(kinds))})")
     else:
+        limit = replay_timeout(cert, timeout_s)
+        deadline = time.perf_counter() + budget_s  # one total budget, whichever path replays
+        got, key = _fast(fast_inputs, name, cert, limit, deadline)
         try:
-            token = VERIFY_DEADLINE.set(time.perf_counter() + budget_s)
-            try:
-                fresh, ctx = _replay(kind, cert, replay_timeout(cert, timeout_s))
-            finally:
-                VERIFY_DEADLINE.reset(token)
+            live = None if got is not None else _live(kinds[name], cert, limit, deadline)
         except SofthardError as e:
             rep.add(getattr(e, "path", None) or "source", f"cannot replay the certificate: {e}")
         except Exception as e:  # noqa: BLE001 — a tampered source can fail in many ways; report, never crash
             rep.add("source", f"cannot replay the certificate: {e.__class__.__name__}: {e}")
         else:
+            if live is not None:
+                got = _measured(kinds[name], cert, *live)
+            fresh = got.fresh
             # (``solver`` is an input of the replay, as ``range`` is: taken, not re-derived; schema-checked)
             body = {k: v for k, v in cert.items() if k not in ("hashes", SOLVER_SECTION)}
-            probs = _name_copies(diff(body, fresh, unchecked_fields(kind.name)), body)
+            probs = _name_copies(diff(body, fresh, unchecked_fields(name)), body)
             replay_hit = bool(probs) and _budget_hit(fresh)
             # a claim the certifying run left unknown at its time limit may replay proved or refuted under
             # the same limit (Z3's limits are wall-clock): not decided either way, never "edited"
@@ -366,17 +423,45 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
                                   "edge — so this could not be re-checked; re-certify with a larger --timeout)")
                          for p, m in probs]
             rep.problems.extend(probs)
-            rep.checked.append("replayed from source and parameters: every non-measured field re-derived "
-                               "and compared")
-            if kind.check_measured is not None:
-                try:
-                    kind.check_measured(cert, ctx, rep)
-                    rep.checked.append("measured fields consistent")
-                except (KeyError, TypeError, ValueError, ArithmeticError, AttributeError) as e:
-                    rep.add("measured", f"malformed measured fields ({e.__class__.__name__}: {e})")
+            rep.checked.append(ARTEFACT_CHECKED if got.from_artefact else LIVE_CHECKED)
+            rep.problems.extend(got.problems)
+            rep.checked.extend(got.checked)
             rep.undecided = budget and len(rep.problems) == len(probs)
+            if key is not None and not rep.problems and not hashes and not _budget_hit(fresh):
+                record(key, got)  # a valid certificate's live replay: the artefact of its inputs
     rep.problems.extend(hashes)
     rep.undecided = rep.undecided and not hashes
     rep.checked.append("hashes")
+    if schema_live and rep.ok:
+        remember_schema_valid(cert, _schema_text())
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+def _fast(fast_inputs: Mapping[str, Callable[[dict], object]] | None, name: str, cert: dict,
+          timeout_s: float, deadline: float) -> tuple[Replayed | None, str | None]:
+    """``(the replay from a recorded artefact or None, the artefact key or None)``: the key when
+    ``fast_inputs`` has a SymPy-free inputs function for kind ``name`` and artefacts are on
+    (:mod:`softhard.solver.replay_memo`); the replay when an artefact under it re-ran every oracle
+    call live with the recorded answers before ``deadline`` (``time.perf_counter()``) — unless this
+    process replayed the same inputs already (:data:`_REPLAYS`: the live path reuses that replay
+    without re-running anything).  As a live replay is, an artefact's replay is kept for this
+    process's later verifies of the same inputs (:data:`_ARTEFACTS`: edited copies of one
+    certificate share it; :func:`clear_replay_cache` forgets it)."""
+    if fast_inputs is None or name not in fast_inputs or not memo_enabled():
+        return None, None
+    try:
+        inputs = fast_inputs[name](cert)
+        key = artefact_key(name, inputs, timeout_s)
+        if canonical([name, inputs, timeout_s]) in _REPLAYS:
+            return None, key
+    except (KeyError, TypeError, ValueError, AttributeError):  # inputs the kind cannot read: the live path reports them
+        return None, None
+    if key not in _ARTEFACTS:
+        got = lookup(key, deadline)
+        if got is None:
+            return None, key
+        if len(_ARTEFACTS) >= _REPLAY_CACHE:
+            _ARTEFACTS.pop(next(iter(_ARTEFACTS)))
+        _ARTEFACTS[key] = got
+    return _ARTEFACTS[key], key

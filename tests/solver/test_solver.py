@@ -137,7 +137,7 @@ def test_solver_child_is_reused_and_replaced_after_a_kill():
     import os
     import signal
 
-    from softhard.solver import check as chk
+    from softhard.solver import z3proc as chk  # (the solver child lives in z3proc)
     sat_q = "(declare-const n Real)(assert (> n 3))(assert (< n (/ 7 2)))(assert (= (* 4 n) 13))"
     assert run_z3(sat_q)[:3] == ("sat", "", "13/4")
     first = chk._local.d["proc"]

@@ -1,5 +1,7 @@
 """Output of the commands: the rich console, number formatting, and the lines several commands
-print (a numeric confirmation's verdict, a certificate's status)."""
+print (a numeric confirmation's verdict, a certificate's status).  rich is imported when a console
+is made (a verify off a terminal prints no table and shows plain progress lines: it loads no rich;
+ISSUE 16)."""
 
 from __future__ import annotations
 
@@ -9,36 +11,52 @@ import os
 import sys
 import threading
 import time
+from functools import lru_cache
 from typing import Callable
-
-from rich.console import Console
 
 #: width of tables written to a pipe or file (no terminal to fit; COLUMNS still wins)
 PIPE_WIDTH = 160
 
 
-class _Console(Console):
+@lru_cache(maxsize=1)
+def _console_class() -> type:
     """rich's Console, except that stdout closed early (``softhard ... | head``) raises
     BrokenPipeError to :func:`softhard.solver.cli.main`, which exits 141 silently as the README says
     (rich's own handler exits 1 — for certify and run, "refuted"/"differs": a script would be misled)."""
+    from rich.console import Console  # third-party: loaded when a console is made
 
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise BrokenPipeError
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console
 
 
-def stdout_console() -> Console:
+def stdout_console() -> "rich.console.Console":  # noqa: F821 - imported lazily
     """The rich console the commands print to: a terminal's own width; piped or redirected,
     ``PIPE_WIDTH`` columns unless ``COLUMNS`` is set, so tables in logs do not wrap at 80."""
     width = None
     if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
         width = PIPE_WIDTH
-    return _Console(highlight=False, soft_wrap=False, width=width)
+    return _console_class()(highlight=False, soft_wrap=False, width=width)
 
 
-def stderr_console() -> Console:
+def stderr_console() -> "rich.console.Console":  # noqa: F821 - imported lazily
     """The console of progress displays (stdout stays clean for ``--json`` and pipes)."""
-    return _Console(stderr=True, highlight=False)
+    return _console_class()(stderr=True, highlight=False)
+
+
+def _stderr_may_be_terminal() -> bool:
+    """False when rich would certainly not treat stderr as a terminal (not a tty, neither
+    ``FORCE_COLOR`` nor ``TTY_COMPATIBLE`` set), so that plain progress lines need no rich."""
+    if os.environ.get("FORCE_COLOR") or os.environ.get("TTY_COMPATIBLE"):
+        return True
+    isatty = getattr(sys.stderr, "isatty", None)
+    try:
+        return isatty is not None and bool(isatty())
+    except ValueError:  # a closed stream: let rich decide
+        return True
 
 
 #: a command shows progress once it has run this long, seconds (issue 15: "over about 2 s")
@@ -54,7 +72,7 @@ def progress(text: str):
     :data:`PROGRESS_AFTER_S` seconds; then, on a terminal, a transient rich spinner with the step,
     and otherwise plain lines ``softhard: [12 s] step`` every :data:`PROGRESS_EVERY_S` seconds
     (logs and CI see that a run is alive).  A daemon thread does the timing; it stops on exit."""
-    err = stderr_console()
+    err = stderr_console() if _stderr_may_be_terminal() else None
     state = {"text": text}
     done = threading.Event()
     t0 = time.perf_counter()
@@ -65,7 +83,7 @@ def progress(text: str):
             live.update(s)
 
     live = None
-    if err.is_terminal:
+    if err is not None and err.is_terminal:
         live = err.status(text, spinner="dots")
 
         def show() -> None:

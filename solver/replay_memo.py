@@ -1,0 +1,189 @@
+"""Replay artefacts: a verify that re-runs a recorded replay's oracle calls instead of rebuilding
+the construction (ISSUE 16; docs/certificates.md, "Replay artefacts").  No SymPy, NumPy or
+networkx: a verify that finds its artefact loads none of them.
+
+A kind's replay is a deterministic function R(inputs, answers) of the certificate's inputs (the
+kind's ``inputs``: source, parameters, found values, range, the measured fields the derived ones
+depend on), the installed code, and the answers of its *oracle calls* — every Z3 query (whose
+answer can depend on the wall clock: a time limit) and every ball-arithmetic check, in order
+(:mod:`softhard.solver.oracle`).  A live verify that finds the certificate valid records an
+*artefact* in the derivation cache (:mod:`softhard.bounds.store`), keyed by the kind, its inputs,
+the per-query time limit, :func:`~softhard.bounds.store.fingerprint` (package version, SymPy's
+version, every source of bounds/, constructions/, solver/), the versions of the libraries a
+replay computes with (:data:`LIBRARIES`) and mpmath's working precision: the oracle transcript, R's output (the re-assembled
+certificate) and the measured checks' result (their problems and ``checked`` lines).
+
+A later verify with the same key re-runs **every** oracle call live, in order — Z3 on the recorded
+query text in the solver child (:func:`softhard.solver.z3proc.run_z3`), arb on the recorded tree
+(:func:`softhard.solver.balls.rerun_row`) — and uses the recorded output only when every live answer
+equals the recorded one: R is deterministic given its inputs, the code and the answers, so its
+output is then the recorded one.  A different answer, a missing or malformed artefact or the
+verify's deadline passing gives ``None``: the caller takes the live path (never a verdict from a
+partial replay).  The artefact is trusted as the rest of the cache is (as the installed code:
+an entry rewritten by somebody and still well-formed is believed); ``verify --no-cache`` and
+``SOFTHARD_CACHE=0`` neither read nor write artefacts.
+
+The same cache holds one more memo: that a certificate's exact canonical text is valid under the
+schema of a given SHA-256 (:func:`schema_valid`, :func:`remember_schema_valid`), so a verify of an
+unchanged certificate needs no JSON Schema validator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+
+from ..bounds import store
+from .balls import rerun_row
+from .certjson import canonical
+from .z3proc import run_z3
+
+#: the artefact entry's kind in the derivation cache
+ARTEFACT = "replay-artefact"
+#: the schema-validity memo's kind
+SCHEMA_VALID = "schema-valid"
+#: distributions whose versions key an artefact besides the fingerprint's (SymPy, the package): what
+#: a replay computes with (graphs, numeric plans and float texts, mpmath, arb, Z3, the parser)
+LIBRARIES = ("numpy", "networkx", "mpmath", "python-flint", "z3-solver", "lark", "jsonschema")
+#: the artefact format (a change of its layout changes every key)
+FORMAT = 1
+
+_versions: list[list[str]] = []
+
+
+def library_versions() -> list[str]:
+    """``[python version, version of each of LIBRARIES]`` (``"missing"`` for one not installed),
+    read once per process from the installed distributions' metadata."""
+    if not _versions:
+        out = [sys.version]
+        for d in LIBRARIES:
+            try:
+                out.append(metadata.version(d))
+            except metadata.PackageNotFoundError:
+                out.append("missing")
+        _versions.append(out)
+    return _versions[0]
+
+
+def enabled() -> bool:
+    """Whether artefacts are read and written: the disk layer of the derivation cache is on
+    (:func:`softhard.bounds.store.disk_cache_enabled`; off under ``verify --no-cache`` and
+    ``SOFTHARD_CACHE=0``)."""
+    return store.disk_cache_enabled()
+
+
+def artefact_key(kind: str, inputs, timeout_s: float) -> str:
+    """The artefact key of a replay of ``kind`` with ``inputs`` (JSON-able) under the per-query
+    limit ``timeout_s`` (seconds): :func:`softhard.bounds.store.entry_key` over them, the format
+    and :func:`library_versions`."""
+    return store.entry_key(ARTEFACT, [FORMAT, kind, inputs, float(timeout_s), library_versions(), mpmath_prec()])
+
+
+def mpmath_prec() -> int:
+    """mpmath's working precision in bits (a replay's numbers may depend on it: the command line
+    runs at 30 digits), 53 — its default — while mpmath is not loaded (it then starts at 53)."""
+    mp = sys.modules.get("mpmath")
+    return int(mp.mp.prec) if mp is not None else 53
+
+
+@dataclass
+class Replayed:
+    """What verify takes from a replay, whichever path gave it: ``fresh``, the certificate
+    re-assembled (without ``hashes``); ``problems``/``checked``, what the kind's measured checks
+    reported (``(json path, message)`` pairs, and the lines for :attr:`VerifyReport.checked`);
+    ``transcript``, the oracle rows of the live replay and checks (empty on the fast path);
+    ``from_artefact``: True when the oracle calls were re-run from an artefact."""
+
+    fresh: dict
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+    transcript: list[dict] = field(default_factory=list)
+    from_artefact: bool = False
+
+
+def _rerun(row: dict) -> bool:
+    """Re-run one oracle row live; whether the answer equals the recorded one."""
+    if "z3" in row:
+        ans, reason, n, _ = run_z3(row["z3"], row["timeout_s"])
+        return [ans, reason, n] == [row["answer"], row["reason"], row["n"]]
+    return rerun_row(row)
+
+
+def _queries_in_transcript(fresh: dict, transcript: list) -> bool:
+    """Whether every Z3 query the recorded output states (``claims[*].queries[*]``: text, answer,
+    reason) is a row of the transcript, i.e. is re-run live with that answer: whatever an artefact
+    holds, a claim it calls proved was re-proved by this verify on exactly the stated queries."""
+    ran = {(r["z3"], r["answer"], r["reason"]) for r in transcript if isinstance(r, dict) and "z3" in r}
+    claims = fresh.get("claims")
+    for cl in claims if isinstance(claims, list) else []:
+        for q in cl.get("queries") or []:
+            if (q["smtlib"], q["answer"], q["reason"]) not in ran:
+                return False
+    return True
+
+
+def lookup(key: str, deadline: float | None = None) -> Replayed | None:
+    """The replay recorded under ``key`` with every oracle call re-run live and answered as
+    recorded, or None (no artefact, a malformed one, a different live answer, or the wall-clock
+    ``deadline``, ``time.perf_counter()``, passed: the caller replays live).  Never raises for a
+    malformed artefact."""
+    if not enabled():
+        return None
+    art = store.load(key)
+    try:
+        if not (isinstance(art, dict) and art.get("format") == FORMAT and isinstance(art["fresh"], dict)
+                and isinstance(art["transcript"], list) and isinstance(art["checked"], list)):
+            return None
+        problems = [(str(p), str(m)) for p, m in art["problems"]]
+        if not _queries_in_transcript(art["fresh"], art["transcript"]):
+            return None
+        for row in art["transcript"]:
+            if deadline is not None and time.perf_counter() > deadline:
+                return None
+            if not (isinstance(row, dict) and _rerun(row)):
+                return None
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return Replayed(fresh=art["fresh"], problems=problems, checked=[str(c) for c in art["checked"]],
+                    from_artefact=True)
+
+
+def record(key: str, rep: Replayed) -> None:
+    """Store ``rep`` (a live replay: its output, measured checks and oracle transcript) under ``key``
+    when artefacts are on (:func:`enabled`); raises nothing for an unwritable cache."""
+    if not enabled() or rep.from_artefact:
+        return
+    store.save(key, {"format": FORMAT, "fresh": rep.fresh, "problems": [list(p) for p in rep.problems],
+                     "checked": rep.checked, "transcript": rep.transcript})
+
+
+def _schema_key(cert: dict, schema_text: str) -> str | None:
+    try:
+        text = canonical(cert)
+    except (TypeError, ValueError):  # NaN/Infinity or a non-JSON value: validated, never memoised
+        return None
+    return store.entry_key(SCHEMA_VALID, [hashlib.sha256(schema_text.encode()).hexdigest(),
+                                          hashlib.sha256(text).hexdigest()])
+
+
+def schema_valid(cert: dict, schema_text: str) -> bool:
+    """Whether a JSON Schema validation found ``cert`` (its exact canonical JSON) valid under the
+    schema ``schema_text`` before (memoised in the cache by :func:`remember_schema_valid`; False
+    when artefacts are off or nothing is recorded)."""
+    if not enabled():
+        return False
+    key = _schema_key(cert, schema_text)
+    return key is not None and store.load(key) is True
+
+
+def remember_schema_valid(cert: dict, schema_text: str) -> None:
+    """Record that ``cert`` is valid under ``schema_text`` (call only after a validation found no
+    error); nothing when artefacts are off."""
+    if not enabled():
+        return
+    key = _schema_key(cert, schema_text)
+    if key is not None:
+        store.save(key, True)
