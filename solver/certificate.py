@@ -43,7 +43,7 @@ from .formula_inputs import inputs as formula_inputs
 from .formula_numeric import NUMERIC_TEXTS, check_nodes, check_plan, numeric_section
 from .pipeline import Construction, rebuild
 from .precision import FORMATS, precision_section, separable_up_to
-from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport, solver_section
+from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport, check_new_certificate, solver_section
 from .search import (SCHEDULE_NS, SEARCH_TRIES, empirical_inv_tau, find_inv_tau, find_schedule_constant,
                      schedule_requirement)
 
@@ -387,12 +387,14 @@ def assemble(c: Construction, *, inv_tau: Fraction, n_lo: int, n_max: int, all_n
 def envelope(cert: dict, times: dict, *, timeout_s: float) -> dict:
     """Add the certifying run's solver settings (``solver``: ``timeout_s``, the per-query limit in
     seconds, a replay input: :func:`~softhard.solver.replay.solver_section`), the measured envelope
-    (``created``, ``tool`` versions, ``times``) and the hashes.  Every kind's certify ends here."""
+    (``created``, ``tool`` versions, ``times``) and the hashes, then checks the result against the schema
+(:func:`~softhard.solver.replay.check_new_certificate`).  Every kind's certify ends here."""
     cert["solver"] = solver_section(timeout_s)
     cert["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     cert["tool"] = versions()
     cert["times"] = {k: round(v, 6) for k, v in times.items()}
     cert["hashes"] = compute_hashes(cert)
+    check_new_certificate(cert)  # schema-valid, and remembered as such for its verify
     return cert
 
 

@@ -259,6 +259,24 @@ def _envelope(cert, rep: VerifyReport) -> bool | None:
     return True
 
 
+def check_new_certificate(cert: dict) -> None:
+    """certify's own schema check of the certificate it has just made (every kind's certify ends in
+    :func:`softhard.solver.certificate.envelope`, which calls this): a violation is a bug in softhard,
+    raised as ``RuntimeError`` (the command line's internal error, exit 3); a valid certificate is
+    remembered in the schema memo (:func:`~softhard.solver.replay_memo.remember_schema_valid`), so a
+    verify of the written file needs no JSON Schema validator (~0.1 s of its start-up; ISSUE 16).
+    Nothing when the derivation cache is off (the memo could not be kept)."""
+    if not memo_enabled():
+        return
+    import jsonschema  # third-party, heavy (see _validator)
+
+    err = jsonschema.exceptions.best_match(_validator().iter_errors(cert))
+    if err is not None:
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".") or "<root>"
+        raise RuntimeError(f"certify made a certificate its schema rejects at {path}: {err.message[:300]}")
+    remember_schema_valid(cert, _schema_text())
+
+
 #: what a replay checked (:attr:`VerifyReport.checked`), live or from a recorded artefact
 LIVE_CHECKED = "replayed from source and parameters: every non-measured field re-derived and compared"
 ARTEFACT_CHECKED = ("replayed from a recorded artefact of the same inputs and code: every Z3 query and arb check "

@@ -291,3 +291,29 @@ def test_a_warm_artefact_verify_loads_no_sympy_networkx_numpy(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     rc, _, report = _run(["verify", str(tmp_path / "bad.json"), "--json"], env)
     assert rc == 2 and not report["valid"] and report["problems"][0]["field"] == "claims[0].status"
+
+
+def test_a_fresh_certificate_verifies_without_a_schema_validator(tmp_path):
+    """certify checks its own output against the schema and remembers it valid
+    (replay.check_new_certificate): the verify of a certificate just made — a new ``created`` time,
+    so a text never verified — loads no jsonschema once the artefact of its inputs is warm."""
+    env = {**os.environ, "SOFTHARD_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("SOFTHARD_CACHE", None)
+    argv = ["certify", "examples/tomita4.ltl", "--regime", "T", "--n-max", "64", "--eta", "1/4", "--json",
+            "--no-numeric", "-o"]
+    assert _run(argv + [str(tmp_path / "a.json")], env)[0] == 0
+    assert _run(["verify", str(tmp_path / "a.json"), "--json"], env)[0] == 0  # live: records the artefact
+    assert _run(argv + [str(tmp_path / "b.json")], env)[0] == 0
+    rc, modules, report = _run(["verify", str(tmp_path / "b.json"), "--json"], env)
+    assert rc == 0 and report["valid"] and replay.ARTEFACT_CHECKED in report["checked"]
+    assert "jsonschema" not in {m.split(".")[0] for m in modules}
+
+
+def test_certify_refuses_to_write_a_certificate_its_schema_rejects(t4):
+    """A certificate certify made that the schema rejects is a bug in softhard: RuntimeError (the
+    command line's internal error), naming the path; a valid one passes."""
+    replay.check_new_certificate(copy.deepcopy(t4))
+    bad = copy.deepcopy(t4)
+    bad["status"] = "maybe"
+    with pytest.raises(RuntimeError, match=r"schema rejects at status"):
+        replay.check_new_certificate(bad)
