@@ -1,0 +1,99 @@
+"""The numeric confirmation's memory measures (ISSUE 16, numeric third pass) change no value:
+``forward_pass(reduce=...)`` gives the same per-head results as the full traces,
+:func:`adversarial_words` picks the words a search over the full traces picks, and
+:func:`reuse_memory` leaves every computed array bit-identical and restores NumPy's huge-page
+switch (also when nested or left by an exception)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from softhard.constructions import engine
+from softhard.constructions.compile import assign_attention, compile_formula
+from softhard.constructions.engine import forward, forward_pass, reuse_memory
+from softhard.constructions.parse import parse_formula
+from softhard.constructions.simulate import adversarial_words, edge_words, periodic_words
+from softhard.constructions.weights import build_transformer
+
+#: a formula with unique (Y, S) and average-hard (H) selections; dyck-like nesting of S
+FORMULA = "((a & Y b) S (b & !Y a)) & H (!a | Y b) & (!(a | b) S (a & Y a))"
+INV_TAU = 5.0e6
+
+
+def _model():
+    g = compile_formula(parse_formula(FORMULA), ["a", "b"])
+    assign_attention(g, "T")  # average-hard heads where eligible (as the pipeline builds regime T)
+    return build_transformer(g, "T")
+
+
+def _search_reference(model, n, inv_tau):
+    """The adversarial search as it was before ``reduce`` (every head's full trace kept)."""
+    g = model.meta["graph"]
+    outs = {v for v, a in g.nodes(data=True) if a.get("attention") == "average"}
+    cands = list(dict.fromkeys(periodic_words(model.alphabet, n, 3) + (edge_words(model.alphabet, n) if outs else [])))
+    soft = forward(model, model.encode(cands), mode="soft", inv_tau=inv_tau)
+    best = {}
+    for name, tr in soft.heads.items():
+        crits = [(name, tr.leak[:, 1:].max(axis=1))]
+        if name in outs:
+            crits.append((name + ":output", np.abs(tr.soft[:, 1:] - tr.hard[:, 1:]).max(axis=(1, 2))))
+        for key, per_word in crits:
+            k = int(np.argmax(per_word))
+            if key not in best or per_word[k] > best[key][0]:
+                best[key] = (float(per_word[k]), k)
+    return {name: cands[k] for name, (_, k) in best.items()}, outs
+
+
+@pytest.mark.parametrize("n", [7, 300])
+def test_reduce_gives_the_full_traces_values(n):
+    model = _model()
+    words = list(dict.fromkeys(periodic_words(model.alphabet, n, 3) + edge_words(model.alphabet, n)))
+    tok = model.encode(words)
+    full = forward(model, tok, mode="soft", inv_tau=INV_TAU)
+    seen = []
+
+    def red(name, tr):
+        seen.append(name)
+        return (tr.leak.copy(), tr.soft.copy(), tr.hard.copy(), tr.ties.copy(), tr.path)
+
+    got, _, _ = forward_pass(model, tok, soft=True, inv_tau=INV_TAU, path="auto", chunk=None,
+                             keep_residuals=False, pair=False, reduce=red)
+    assert seen == list(full.heads) and len(seen) >= 4
+    for name, tr in full.heads.items():
+        leak, so, ha, ties, path = got.heads[name]
+        assert np.array_equal(leak, tr.leak) and np.array_equal(so, tr.soft) and np.array_equal(ha, tr.hard)
+        assert np.array_equal(ties, tr.ties) and path == tr.path
+    assert np.array_equal(got.x, full.x)
+
+
+@pytest.mark.parametrize("n", [10, 100, 1000])
+def test_adversarial_words_match_the_full_trace_search(n):
+    model = _model()
+    want, outs = _search_reference(model, n, INV_TAU)
+    assert outs  # the formula has an average-hard head: the ":output" criterion is exercised
+    assert adversarial_words(model, n, INV_TAU) == want
+
+
+def test_reuse_memory_same_values_and_restores_the_switch():
+    model = _model()
+    tok = model.encode(periodic_words(model.alphabet, 2000, 3))  # (B, N) arrays of ~100 KB and more
+    out = forward(model, tok, mode="soft", inv_tau=INV_TAU)
+    before = engine._madvise_hugepage(True)  # the switch as NumPy had it (restored at the end)
+    try:
+        with reuse_memory():
+            assert engine._madvise_hugepage(False) is False  # off inside
+            with reuse_memory():  # nested: still off, and the outer exit restores
+                inner = forward(model, tok, mode="soft", inv_tau=INV_TAU)
+            assert engine._madvise_hugepage(False) is False
+        assert engine._madvise_hugepage(True) is True  # restored on leaving the outermost block
+        with pytest.raises(KeyError):
+            with reuse_memory():
+                raise KeyError("x")
+        assert engine._madvise_hugepage(True) is True and engine._REUSE["depth"] == 0
+    finally:
+        engine._madvise_hugepage(bool(before))
+    assert np.array_equal(inner.x, out.x)
+    for name, tr in out.heads.items():
+        assert np.array_equal(inner.heads[name].leak, tr.leak)
+        assert np.array_equal(inner.heads[name].soft, tr.soft)
