@@ -1,4 +1,5 @@
-"""The numeric confirmation's memory measures (ISSUE 16, numeric third pass) change no value:
+"""The numeric confirmation's speed measures (ISSUE 16, numeric third pass) change no bit:
+the stacked :func:`affine_scan` equals the one-beta-at-a-time scan it replaced,
 ``forward_pass(reduce=...)`` gives the same per-head results as the full traces,
 :func:`adversarial_words` picks the words a search over the full traces picks, and
 :func:`reuse_memory` leaves every computed array bit-identical and restores NumPy's huge-page
@@ -14,6 +15,8 @@ from softhard.constructions.compile import assign_attention, compile_formula
 from softhard.constructions.engine import forward, forward_pass, reuse_memory
 from softhard.constructions.parse import parse_formula
 from softhard.constructions.simulate import adversarial_words, edge_words, periodic_words
+from softhard.constructions.softmax import exp_flush
+from softhard.constructions.structured_attention import _to_blocks, affine_scan
 from softhard.constructions.weights import build_transformer
 
 #: a formula with unique (Y, S) and average-hard (H) selections; dyck-like nesting of S
@@ -97,3 +100,56 @@ def test_reuse_memory_same_values_and_restores_the_switch():
     for name, tr in out.heads.items():
         assert np.array_equal(inner.heads[name].leak, tr.leak)
         assert np.array_equal(inner.heads[name].soft, tr.soft)
+
+
+def _affine_scan_one_at_a_time(alpha, betas):
+    """The blocked scan as it was before stacking (a265a9b and earlier): one beta at a time."""
+    m = len(alpha)
+    if m <= 48:
+        outs = []
+        for beta in betas:
+            z, bl = 0.0, beta.tolist()
+            for t in range(m):
+                z = float(alpha[t]) * z + bl[t]
+                bl[t] = z
+            outs.append(np.array(bl))
+        return outs
+    b = 64 if m >= 4096 else max(8, int(np.sqrt(m)))
+    nb = -(-m // b)
+    A = _to_blocks(alpha, b, nb, 0.0)
+    Ys = [A.copy() if beta is alpha else _to_blocks(beta, b, nb, 0.0) for beta in betas]
+    tmp = np.empty(nb)
+    for p in range(1, b):
+        for Y in Ys:
+            np.multiply(A[p], Y[p - 1], out=tmp)
+            Y[p] += tmp
+        A[p] *= A[p - 1]
+    zbs = _affine_scan_one_at_a_time(A[b - 1].copy(), [Y[b - 1].copy() for Y in Ys])
+    outs = []
+    for Y, zb in zip(Ys, zbs):
+        Y[:, 1:] += A[:, 1:] * zb[None, :-1]
+        outs.append(np.ascontiguousarray(Y.T).reshape(-1)[:m])
+    return outs
+
+
+@pytest.mark.parametrize("m", [1, 30, 48, 49, 63, 64, 100, 1000, 4095, 4096, 5000, 70001])
+@pytest.mark.parametrize("dv", [0, 1, 2])
+def test_stacked_affine_scan_is_bit_identical(m, dv):
+    """As _group_tails calls it: alpha = exp(−Δa/τ) with flushes and row breaks (0), E's beta is
+    alpha itself, F's betas alpha·(previous member's value)."""
+    rng = np.random.default_rng(m * 3 + dv)
+    dif = rng.exponential(1e-6, size=max(m - 1, 0)) * rng.choice([1.0, 1e3], size=max(m - 1, 0))
+    alpha = np.zeros(m)
+    exp_flush(dif * -5.0e6, out=alpha[1:])
+    alpha[1:][rng.random(max(m - 1, 0)) < 0.01] = 0.0  # batch-row breaks
+    betas = [alpha]
+    for _ in range(dv):
+        v = rng.choice([0.0, 1.0, 0.25, 1 / 3], size=m)
+        bl = np.zeros(m)
+        np.multiply(alpha[1:], v[:-1], out=bl[1:])
+        betas.append(bl)
+    got = affine_scan(alpha, betas)
+    want = _affine_scan_one_at_a_time(alpha, betas)
+    assert len(got) == len(want) == dv + 1
+    for g, w in zip(got, want):
+        assert g.shape == (m,) and np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w))
