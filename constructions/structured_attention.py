@@ -493,6 +493,13 @@ def _group_tails(li: np.ndarray, m: int, vm: list, dif: np.ndarray | None, brk: 
         exp_flush(t, out=alpha[1:])
         if brk is not None:
             alpha[1:][brk] = 0.0
+    if not alpha.any() and all(np.isfinite(v).all() and not np.signbit(v).any() for v in vm):
+        # every factor flushed to +0 (a cold temperature: the members' score gaps over τ exceed
+        # −EXP_FLUSH) and every value finite (+0·inf would be NaN) without a sign bit: then every β
+        # is +0 and every product and sum of affine_scan is +0, so E and F are +0 exactly — the
+        # scan's result without running it (most groups of a certify's short batches: ISSUE 16)
+        zero = np.zeros(li.shape)
+        return zero, [zero for _ in vm]
     # the kernel for long words only: a group pools the members of a batch's words, and a certify's
     # batches of short words (n <= 10^5) would otherwise load numba (~0.65 s) for scans it saves
     # far less on (ISSUE 16: measured with python -X importtime)

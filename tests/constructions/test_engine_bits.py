@@ -1,5 +1,6 @@
 """The numeric confirmation's speed measures (ISSUE 16, numeric third pass) change no bit:
-the stacked :func:`affine_scan` equals the one-beta-at-a-time scan it replaced,
+the stacked :func:`affine_scan` equals the one-beta-at-a-time scan it replaced, ``_group_tails``
+skips the scan exactly when its result is +0 everywhere,
 ``forward_pass(reduce=...)`` gives the same per-head results as the full traces,
 :func:`adversarial_words` picks the words a search over the full traces picks, and
 :func:`reuse_memory` leaves every computed array bit-identical and restores NumPy's huge-page
@@ -16,7 +17,7 @@ from softhard.constructions.engine import forward, forward_pass, reuse_memory
 from softhard.constructions.parse import parse_formula
 from softhard.constructions.simulate import adversarial_words, edge_words, periodic_words
 from softhard.constructions.softmax import exp_flush
-from softhard.constructions.structured_attention import _to_blocks, affine_scan
+from softhard.constructions.structured_attention import _group_tails, _to_blocks, affine_scan
 from softhard.constructions.weights import build_transformer
 
 #: a formula with unique (Y, S) and average-hard (H) selections; dyck-like nesting of S
@@ -153,3 +154,45 @@ def test_stacked_affine_scan_is_bit_identical(m, dv):
     assert len(got) == len(want) == dv + 1
     for g, w in zip(got, want):
         assert g.shape == (m,) and np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w))
+
+
+def _group_tails_by_scan(li, m, vm, dif, brk, inv_tau):
+    """``_group_tails`` always through the scan (the path before the flushed-factor shortcut)."""
+    alpha = np.zeros(m)
+    if m > 1:
+        exp_flush(np.multiply(dif, -inv_tau), out=alpha[1:])
+        if brk is not None:
+            alpha[1:][brk] = 0.0
+    betas = [alpha]
+    for v in vm:
+        bl = np.zeros(m)
+        np.multiply(alpha[1:], v[:-1], out=bl[1:])
+        betas.append(bl)
+    zs = affine_scan(alpha, betas)
+    return zs[0][li], [z[li] for z in zs[1:]]
+
+
+@pytest.mark.parametrize("m", [1, 2, 40, 300, 5000])
+@pytest.mark.parametrize("gap", [1e-7, 1e-3])  # 1/τ = 5·10^6: factors e^−0.5 (kept) or e^−5000 (flushed)
+@pytest.mark.parametrize("values", ["bool", "negative zero", "all negative zero", "negative", "infinite", "none"])
+def test_group_tails_flushed_shortcut_is_the_scan(m, gap, values):
+    rng = np.random.default_rng(m)
+    B = 4
+    dif = np.full(m - 1, gap) if m > 1 else None
+    brk = (rng.random(m - 1) < 0.05) if m > 1 else None
+    li = np.sort(rng.integers(0, m, size=(B, 9)), axis=1)
+    v = rng.choice([0.0, 1.0], size=m)
+    if values == "negative zero":
+        v[::3] = -0.0
+    elif values == "all negative zero":  # β ≡ −0: the blocked scan keeps some −0 (+0·(−0) + (−0))
+        v[:] = -0.0
+    elif values == "negative":
+        v[::5] = -0.5
+    elif values == "infinite":  # +0·inf = NaN: the scan's result is not +0
+        v[m // 2] = np.inf
+    vm = [] if values == "none" else [v, v.copy()] if values == "infinite" else [v, 1.0 - v]
+    E, F = _group_tails(li, m, vm, dif, brk, 5.0e6)
+    E0, F0 = _group_tails_by_scan(li, m, vm, dif, brk, 5.0e6)
+    assert len(F) == len(F0) == len(vm)
+    for g, w in zip([E, *F], [E0, *F0]):
+        assert g.shape == li.shape and np.array_equal(g, w, equal_nan=True) and np.array_equal(np.signbit(g), np.signbit(w))
