@@ -1,6 +1,7 @@
 """The numeric confirmation's speed measures (ISSUE 16, numeric third pass) change no bit:
 the stacked :func:`affine_scan` equals the one-beta-at-a-time scan it replaced, ``_group_tails``
-skips the scan exactly when its result is +0 everywhere,
+skips the scan exactly when its result is +0 everywhere, the weight-sparsity memo gives what
+``np.flatnonzero`` gives (also after an in-place edit),
 ``forward_pass(reduce=...)`` gives the same per-head results as the full traces,
 :func:`adversarial_words` picks the words a search over the full traces picks, and
 :func:`reuse_memory` leaves every computed array bit-identical and restores NumPy's huge-page
@@ -15,6 +16,7 @@ from softhard.constructions import engine
 from softhard.constructions.compile import assign_attention, compile_formula
 from softhard.constructions.engine import forward, forward_pass, reuse_memory
 from softhard.constructions.parse import parse_formula
+from softhard.constructions.residual import nonzero_rows, sparsity
 from softhard.constructions.simulate import adversarial_words, edge_words, periodic_words
 from softhard.constructions.softmax import exp_flush
 from softhard.constructions.structured_attention import _group_tails, _to_blocks, affine_scan
@@ -197,3 +199,25 @@ def test_group_tails_flushed_shortcut_is_the_scan(m, gap, values):
     assert len(F) == len(F0) == len(vm)
     for g, w in zip([E, *F], [E0, *F0]):
         assert g.shape == li.shape and np.array_equal(g, w, equal_nan=True) and np.array_equal(np.signbit(g), np.signbit(w))
+
+
+def test_sparsity_memo_is_flatnonzero_and_follows_in_place_edits():
+    model = _model()
+    mats = [W for b in model.blocks for h in b.heads for W in (h.W_Q, h.W_K, h.W_V, h.W_O)]
+    mats += [W for b in model.blocks for m in b.mlps if hasattr(m, "W1") for W in (m.W1, m.W2)]
+    assert len(mats) > 10
+    for _ in range(2):  # the second round is served by the memo
+        for W in mats:
+            sp = sparsity(W)
+            assert np.array_equal(sp["rows"], np.flatnonzero(np.any(W != 0, axis=1)))
+            assert np.array_equal(sp["cols"], np.flatnonzero(np.any(W != 0, axis=0)))
+            assert sp["nnz"] == np.count_nonzero(W)
+            assert all(np.array_equal(sp["in_col"][l], np.flatnonzero(W[:, l])) for l in range(W.shape[1]))
+            assert all(np.array_equal(sp["in_row"][r], np.flatnonzero(W[r])) for r in range(W.shape[0]))
+    W = np.zeros((5, 3))
+    W[1, 2] = 0.5
+    assert list(nonzero_rows(W)) == [1]
+    W[4, 0] = -1.0  # edited in place: same object, new content
+    assert list(nonzero_rows(W)) == [1, 4] and sparsity(W)["nnz"] == 2
+    W[1, 2] = 0.0
+    assert list(nonzero_rows(W)) == [4] and [list(x) for x in sparsity(W)["in_col"]] == [[4], [], []]
