@@ -364,12 +364,14 @@ def reuse_memory():
     transparent huge pages on every array ≥ 4 MiB; with the kernel's default THP ``defrag =
     madvise`` each such first touch may compact memory synchronously.  Measured on the 2-core
     machine of benchmarks/README.md ("numeric, third pass"): touching 500 MB cost 0.93–1.3 s
-    system time with the huge-page request and 0.23–0.26 s without; the first-touch faults were
-    35–60% of a certify's numeric stage.  Inside the block: NumPy's huge-page request is off and
+    system time with the huge-page request and 0.23–0.26 s without; at a265a9b a dyck1_depth2
+    certify's numeric stage spent 0.81–1.34 s in the system (page faults) beside 0.85–1.04 s of
+    user time (benchmarks/numeric_faults.py).  Inside the block: NumPy's huge-page request is off and
     glibc's ``M_MMAP_THRESHOLD``/``M_TRIM_THRESHOLD`` are raised (as :func:`keep_freed_memory`
     does), so freed blocks are served again.  On leaving the outermost block the NumPy switch is
     restored, the thresholds are set to :data:`_AFTER_MMAP`/:data:`_AFTER_TRIM` (glibc's dynamic
-    rule cannot be switched back on) and ``malloc_trim(0)`` returns the held memory to the OS.
+    rule cannot be switched back on; a process that called :func:`keep_freed_memory` gets these
+    values too) and ``malloc_trim(0)`` returns the held memory to the OS.
     Values computed inside are unchanged (memory placement only).  Re-entrant and thread-safe
     (a depth count); where glibc is missing only the NumPy switch is used.  Raises nothing."""
     with _REUSE_LOCK:

@@ -198,7 +198,8 @@ def test_group_tails_flushed_shortcut_is_the_scan(m, gap, values):
         E0, F0 = _group_tails_by_scan(li, m, vm, dif, brk, 5.0e6)
     assert len(F) == len(F0) == len(vm)
     for g, w in zip([E, *F], [E0, *F0]):
-        assert g.shape == li.shape and np.array_equal(g, w, equal_nan=True) and np.array_equal(np.signbit(g), np.signbit(w))
+        assert g.shape == li.shape and np.array_equal(g, w, equal_nan=True)
+        assert np.array_equal(np.signbit(g), np.signbit(w))
 
 
 def test_sparsity_memo_is_flatnonzero_and_follows_in_place_edits():
