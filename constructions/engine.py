@@ -25,9 +25,11 @@ residual streams agree (they differ only in the raw attention coordinates before
 
 from __future__ import annotations
 
+import threading
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -162,10 +164,17 @@ class Trace:
 
 
 def forward_pass(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, chunk, keep_residuals: bool,
-                 pair: bool, hard_columns: Sequence[int] | None = None):
+                 pair: bool, hard_columns: Sequence[int] | None = None,
+                 reduce: Callable[[str, HeadTrace], object] | None = None):
     """Shared forward pass.  With ``pair``, the hard model runs alongside the soft one as an
     overlay of the columns where their residual streams differ; returns
-    ``(soft trace, hard trace or None, {c: hard column} for hard_columns)``."""
+    ``(soft trace, hard trace or None, {c: hard column} for hard_columns)``.
+
+    ``reduce``: called as ``reduce(head name, HeadTrace)`` right after each head runs; the soft
+    trace's ``heads`` then holds what it returns instead of the trace, so the head's ``(B, N)``
+    arrays are freed as soon as its output is added to the stream (the peak memory of a long batch
+    drops by about four such arrays per head: ISSUE 16, the adversarial search at n = 10^4).  The
+    values computed are the same with or without it."""
     X = embed_cols(model, tokens)
     cols = Columns(X)
     over: dict[int, np.ndarray] | None = {} if pair else None
@@ -177,7 +186,7 @@ def forward_pass(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, 
         upd_h: dict[int, np.ndarray] = {}
         for h in blk.heads:
             tr, so, ho = _head_eval(h, cols, soft, inv_tau, path, chunk)
-            traces[h.name] = tr
+            traces[h.name] = tr if reduce is None else reduce(h.name, tr)
             accumulate(upd_s, so if soft else ho, h.W_O)
             if pair:
                 reads = {int(r) for W in (h.W_Q, h.W_K, h.W_V) for r in nonzero_rows(W)}
@@ -190,6 +199,7 @@ def forward_pass(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, 
                     hh = ho
                 htraces[h.name] = trh
                 accumulate(upd_h, hh, h.W_O)
+            tr = so = ho = None  # (with ``reduce``, nothing holds the head's arrays from here on)
         _apply(X, cols, over, upd_s, upd_h if pair else None, None)
         for m in blk.mlps:
             if isinstance(m, ResidualLayerNorm):  # overwrites its target columns (exactly, no x + (y − x))
@@ -327,3 +337,66 @@ def keep_freed_memory() -> bool:
         return bool(libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)) and bool(libc.mallopt(M_TRIM_THRESHOLD, (1 << 31) - 1))
     except (OSError, AttributeError):
         return False
+
+
+#: glibc ``mallopt`` parameters and the values :func:`reuse_memory` leaves behind: those glibc's own
+#: dynamic rule reaches after freeing a block of its largest adaptive size (32 MiB on 64-bit)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_AFTER_MMAP, _AFTER_TRIM = 32 << 20, 64 << 20
+_REUSE = {"depth": 0, "huge": None, "libc": None}
+_REUSE_LOCK = threading.Lock()
+
+
+def _madvise_hugepage(on: bool) -> bool | None:
+    """Set NumPy's "ask for transparent huge pages on arrays of 4 MiB and more"; returns the
+    previous setting (None where this NumPy has no such switch)."""
+    core = getattr(np, "_core", None) or getattr(np, "core", None)
+    fn = getattr(getattr(core, "multiarray", None), "_set_madvise_hugepage", None)
+    return None if fn is None else bool(fn(on))
+
+
+@contextmanager
+def reuse_memory():
+    """Within the block, freed arrays are reused instead of fresh pages faulted in (ISSUE 16).
+
+    A confirmation allocates hundreds of short-lived ``(B, n+1)`` arrays of a few MiB.  By default
+    glibc returns such blocks to the OS on free (``mmap`` / heap trimming) and NumPy asks for
+    transparent huge pages on every array ≥ 4 MiB; with the kernel's default THP ``defrag =
+    madvise`` each such first touch may compact memory synchronously.  Measured on the 2-core
+    machine of benchmarks/README.md ("numeric, third pass"): touching 500 MB cost 0.93–1.3 s
+    system time with the huge-page request and 0.23–0.26 s without; at a265a9b a dyck1_depth2
+    certify's numeric stage spent 0.81–1.34 s in the system (page faults) beside 0.85–1.04 s of
+    user time (benchmarks/numeric_faults.py).  Inside the block: NumPy's huge-page request is off and
+    glibc's ``M_MMAP_THRESHOLD``/``M_TRIM_THRESHOLD`` are raised (as :func:`keep_freed_memory`
+    does), so freed blocks are served again.  On leaving the outermost block the NumPy switch is
+    restored, the thresholds are set to :data:`_AFTER_MMAP`/:data:`_AFTER_TRIM` (glibc's dynamic
+    rule cannot be switched back on; a process that called :func:`keep_freed_memory` gets these
+    values too) and ``malloc_trim(0)`` returns the held memory to the OS.
+    Values computed inside are unchanged (memory placement only).  Re-entrant and thread-safe
+    (a depth count); where glibc is missing only the NumPy switch is used.  Raises nothing."""
+    with _REUSE_LOCK:
+        if _REUSE["depth"] == 0:
+            _REUSE["huge"] = _madvise_hugepage(False)
+            try:
+                import ctypes  # stdlib
+
+                libc = ctypes.CDLL("libc.so.6")
+                libc.mallopt(_M_MMAP_THRESHOLD, 1 << 30)
+                libc.mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1)
+                _REUSE["libc"] = libc
+            except (OSError, AttributeError):
+                _REUSE["libc"] = None
+        _REUSE["depth"] += 1
+    try:
+        yield
+    finally:
+        with _REUSE_LOCK:
+            _REUSE["depth"] -= 1
+            if _REUSE["depth"] == 0:
+                if _REUSE["huge"] is not None:
+                    _madvise_hugepage(_REUSE["huge"])
+                libc = _REUSE["libc"]
+                if libc is not None:
+                    libc.mallopt(_M_MMAP_THRESHOLD, _AFTER_MMAP)
+                    libc.mallopt(_M_TRIM_THRESHOLD, _AFTER_TRIM)
+                    libc.malloc_trim(0)

@@ -166,8 +166,42 @@ def _discrete_levels(x: np.ndarray, max_levels: int):
     return vals, np.searchsorted(vals, x).astype(np.int8)
 
 
+_SPARSITY: "OrderedDict[int, tuple[np.ndarray, bytes, dict]]" = OrderedDict()
+_SPARSITY_LOCK = threading.Lock()
+_SPARSITY_SIZE = 256
+
+
+def sparsity(W: np.ndarray) -> dict:
+    """Where the weight matrix ``W`` ``(d_in, d_out)`` is non-zero: ``{"rows": non-zero rows,
+    "cols": non-zero columns, "nnz": count, "in_col": [non-zero rows of each column],
+    "in_row": [non-zero columns of each row]}`` (index lists as ``np.flatnonzero`` gives them).
+
+    Memoised (ISSUE 16: a confirmation recomputed these for every weight matrix of every batch,
+    ~12,000 ``flatnonzero`` calls for dyck1_depth2): keyed by the array object, which the memo
+    holds (so its id is not reused), and checked against the bytes of ``W`` at every call, so a
+    weight edited in place gets fresh facts.  Treat the result as read-only."""
+    key = id(W)
+    data = W.tobytes()
+    with _SPARSITY_LOCK:
+        hit = _SPARSITY.get(key)
+        if hit is not None and hit[0] is W and hit[1] == data and hit[0].shape == W.shape:
+            _SPARSITY.move_to_end(key)
+            return hit[2]
+    nz = W != 0
+    facts = {"rows": np.flatnonzero(np.any(nz, axis=1)), "cols": np.flatnonzero(np.any(nz, axis=0)),
+             "nnz": int(np.count_nonzero(nz)),
+             "in_col": [np.flatnonzero(nz[:, l]) for l in range(W.shape[1])],
+             "in_row": [np.flatnonzero(nz[r]) for r in range(W.shape[0])]}
+    with _SPARSITY_LOCK:
+        _SPARSITY[key] = (W, data, facts)
+        while len(_SPARSITY) > _SPARSITY_SIZE:
+            _SPARSITY.popitem(last=False)
+    return facts
+
+
 def nonzero_rows(W: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(np.any(W != 0, axis=1))
+    """The rows of a 2-D weight matrix with a non-zero entry (:func:`sparsity`; read-only)."""
+    return sparsity(W)["rows"]
 
 
 def project(cols: Columns, W: np.ndarray) -> np.ndarray:
@@ -175,8 +209,9 @@ def project(cols: Columns, W: np.ndarray) -> np.ndarray:
     (rows in increasing order); dense ones through one BLAS product."""
     d, k = W.shape
     out = np.zeros((k, cols.B, cols.N))
-    rows = nonzero_rows(W)
-    nnz = int(np.count_nonzero(W))
+    sp = sparsity(W)
+    rows = sp["rows"]
+    nnz = sp["nnz"]
     if nnz == 0:
         return out
     if nnz > max(16, 2 * (len(rows) + k)) and cols.contiguous():
@@ -185,7 +220,7 @@ def project(cols: Columns, W: np.ndarray) -> np.ndarray:
     tmp = None
     for l in range(k):
         first = True
-        for r in np.flatnonzero(W[:, l]):
+        for r in sp["in_col"][l]:
             w = float(W[r, l])
             x = cols.get(int(r))
             if first:
@@ -208,9 +243,10 @@ def project(cols: Columns, W: np.ndarray) -> np.ndarray:
 
 def accumulate(upd: dict, O: np.ndarray, W_O: np.ndarray) -> None:
     """``upd[c] += Σ_l O[l]·W_O[l, c]`` for the non-zero columns of ``W_O`` (``O``: ``(dv, B, N)``)."""
-    for c in np.flatnonzero(np.any(W_O != 0, axis=0)):
+    sp = sparsity(W_O)
+    for c in sp["cols"]:
         c = int(c)
-        for l in np.flatnonzero(W_O[:, c]):
+        for l in sp["in_col"][c]:
             w = float(W_O[l, c])
             t = O[l] if w == 1.0 else O[l] * w
             if c in upd:
@@ -223,14 +259,15 @@ def accumulate(upd: dict, O: np.ndarray, W_O: np.ndarray) -> None:
 # MLPs on column streams
 
 
-def _unit(cols: Columns, w: np.ndarray, bias: float) -> np.ndarray:
+def _unit(cols: Columns, w: np.ndarray, bias: float, rows: np.ndarray | None = None) -> np.ndarray:
     """``relu(Σ_r w_r x_r + bias)`` for one hidden unit (rows in increasing order); a new array.
 
     A first term of weight 1 is not copied: the first operation after it (the next term, the bias
-    or the ReLU) writes a new array instead of updating a copy in place — the same roundings."""
+    or the ReLU) writes a new array instead of updating a copy in place — the same roundings.
+    ``rows``: the non-zero entries of ``w`` (``np.flatnonzero(w)``, computed when not given)."""
     out = None
     owned = False  # whether `out` is an array of our own (else a column of the stream)
-    for r in np.flatnonzero(w):
+    for r in (np.flatnonzero(w) if rows is None else rows):
         wr = float(w[r])
         x = cols.get(int(r))
         if out is None:
@@ -261,7 +298,8 @@ def _unit(cols: Columns, w: np.ndarray, bias: float) -> np.ndarray:
 def mlp_updates(m: MLP, cols: Columns) -> dict[int, np.ndarray]:
     """``{c: Σ_u relu(unit_u)·W2[u, c]}`` for the columns ``W2`` writes (before ``b2``)."""
     d, h = m.W1.shape
-    nnz = int(np.count_nonzero(m.W1))
+    sp1 = sparsity(m.W1)
+    nnz = sp1["nnz"]
     if nnz > max(32, 2 * (d + h)) and cols.contiguous():
         H = m.W1.T @ cols.base.reshape(d, -1)
         H += m.b1[:, None]
@@ -270,11 +308,12 @@ def mlp_updates(m: MLP, cols: Columns) -> dict[int, np.ndarray]:
         U = m.W2[:, outc].T @ H
         return {int(c): U[i].reshape(cols.B, cols.N) for i, c in enumerate(outc)}
     upd: dict[int, np.ndarray] = {}
+    sp2 = sparsity(m.W2)
     for u in range(h):
-        outs = np.flatnonzero(m.W2[u])
+        outs = sp2["in_row"][u]
         if not len(outs):
             continue
-        act = _unit(cols, m.W1[:, u], float(m.b1[u]))  # a new array: the first weight-1 use takes it
+        act = _unit(cols, m.W1[:, u], float(m.b1[u]), sp1["in_col"][u])  # a new array: the first weight-1 use takes it
         taken = False
         for c in outs:
             c = int(c)
@@ -295,4 +334,4 @@ def mlp_updates(m: MLP, cols: Columns) -> dict[int, np.ndarray]:
 
 
 def mlp_reads(m: MLP) -> set[int]:
-    return {int(r) for r in np.flatnonzero(np.any(m.W1 != 0, axis=1))}
+    return {int(r) for r in nonzero_rows(m.W1)}

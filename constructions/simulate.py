@@ -17,8 +17,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from .engine import forward, forward_pass
-from .softmax import EXP_FLUSH
+from .engine import forward_pass
+from .softmax import EXP_FLUSH, check_inv_tau
 from .transformer import Transformer
 
 U64 = np.finfo(np.float64).eps / 2  # unit roundoff of float64
@@ -325,13 +325,19 @@ def adversarial_words(model: Transformer, n: int, inv_tau: float, *, max_period:
         cands = list(dict.fromkeys(cands + edge_words(model.alphabet, n)))
     best: dict[str, tuple[float, int]] = {}
     k0 = 0
+
+    def crits(name, tr):  # per word, the head's largest leak (and output error): its arrays are freed
+        out = [(name, tr.leak[:, 1:].max(axis=1))]
+        if name in outs:
+            out.append((name + ":output", np.abs(tr.soft[:, 1:] - tr.hard[:, 1:]).max(axis=(1, 2))))
+        return out
+
+    check_inv_tau(inv_tau)
     for chunk in _batches(cands, n, len(cands), BATCH_POSITIONS):
-        soft = forward(model, model.encode(chunk), mode="soft", inv_tau=inv_tau)
-        for name, tr in soft.heads.items():
-            crits = [(name, tr.leak[:, 1:].max(axis=1))]
-            if name in outs:
-                crits.append((name + ":output", np.abs(tr.soft[:, 1:] - tr.hard[:, 1:]).max(axis=(1, 2))))
-            for key, per_word in crits:
+        soft, _, _ = forward_pass(model, model.encode(chunk), soft=True, inv_tau=float(inv_tau), path="auto",
+                                  chunk=None, keep_residuals=False, pair=False, reduce=crits)
+        for name, per_head in soft.heads.items():
+            for key, per_word in per_head:
                 k = int(np.argmax(per_word))
                 if key not in best or per_word[k] > best[key][0]:
                     best[key] = (float(per_word[k]), k0 + k)

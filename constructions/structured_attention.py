@@ -138,10 +138,12 @@ def detect_structure(cols: Columns, head: Head, Q: np.ndarray, max_groups: int =
     return _Struct(a=a, code=code, groups=groups, bos=bos)
 
 
-def _to_blocks(x: np.ndarray, b: int, nb: int, fill: float) -> np.ndarray:
-    """``(b, nb)`` array whose column ``k`` is ``x[k·b:(k+1)·b]`` (padded with ``fill``)."""
+def _to_blocks(x: np.ndarray, b: int, nb: int, fill: float, out: np.ndarray | None = None) -> np.ndarray:
+    """``(b, nb)`` array whose column ``k`` is ``x[k·b:(k+1)·b]`` (padded with ``fill``); written
+    into ``out`` (a ``(b, nb)`` array) when given."""
     m = len(x)
-    out = np.empty((b, nb))
+    if out is None:
+        out = np.empty((b, nb))
     full = m // b
     if full:
         out[:, :full] = x[:full * b].reshape(full, b).T
@@ -160,7 +162,9 @@ def affine_scan(alpha: np.ndarray, betas: list[np.ndarray]) -> list[np.ndarray]:
     recurrence runs sequentially down the ``b`` rows, vectorised across the ``nb`` blocks (zero
     carry-in, plus each block's running product of ``alpha``); the block ends form the same
     recurrence, solved recursively, and every element then adds its block's carry-in times its
-    running product.  Work ``O(m)`` per beta, ``O(b·log_b m)`` NumPy calls.  With
+    running product.  Work ``O(m)`` per beta, ``O(b·log_b m)`` NumPy calls (all betas stacked into
+    one ``(len(betas), b, nb)`` array: one call per row for all of them, each element's operations
+    and their order as for one beta alone).  With
     ``0 ≤ alpha ≤ 1`` and ``beta ≥ 0`` every intermediate is a sum of non-negative terms with
     coefficients ≤ 1 (nothing overflows), and the coefficient of ``beta_s`` in ``z_t`` is formed
     with one multiplication per factor ``alpha_{s+1} … alpha_t`` plus at most two roundings per
@@ -180,23 +184,29 @@ def affine_scan(alpha: np.ndarray, betas: list[np.ndarray]) -> list[np.ndarray]:
         return outs
     b = 64 if m >= 4096 else max(8, int(np.sqrt(m)))
     nb = -(-m // b)
+    k = len(betas)
     A = _to_blocks(alpha, b, nb, 0.0)
-    Ys = [A.copy() if beta is alpha else _to_blocks(beta, b, nb, 0.0) for beta in betas]  # (E's beta is alpha)
-    tmp = np.empty(nb)
+    Y = np.empty((k, b, nb))
+    for j, beta in enumerate(betas):
+        if beta is alpha:  # (E's beta is alpha)
+            Y[j] = A
+        else:
+            _to_blocks(beta, b, nb, 0.0, out=Y[j])
+    tmp = np.empty((k, nb))
     for p in range(1, b):
         Ap = A[p]
-        for Y in Ys:
-            np.multiply(Ap, Y[p - 1], out=tmp)
-            Y[p] += tmp
+        np.multiply(Ap, Y[:, p - 1], out=tmp)
+        Y[:, p] += tmp
         Ap *= A[p - 1]
-    zbs = affine_scan(A[b - 1].copy(), [Y[b - 1].copy() for Y in Ys])
-    tmp2 = np.empty((b, nb - 1))
-    outs = []
-    for Y, zb in zip(Ys, zbs):
-        np.multiply(A[:, 1:], zb[None, :-1], out=tmp2)
-        Y[:, 1:] += tmp2
-        outs.append(np.ascontiguousarray(Y.T).reshape(-1)[:m])
-    return outs
+    zbs = affine_scan(A[b - 1].copy(), [Y[j, b - 1].copy() for j in range(k)])
+    Z = np.empty((k, nb))
+    for j, zb in enumerate(zbs):
+        Z[j] = zb
+    tmp2 = np.empty((k, b, nb - 1))
+    np.multiply(A[None, :, 1:], Z[:, None, :-1], out=tmp2)
+    Y[:, :, 1:] += tmp2
+    out = np.ascontiguousarray(Y.transpose(0, 2, 1)).reshape(k, -1)
+    return [out[j, :m] for j in range(k)]
 
 
 def structured_eval(st: _Struct, V: np.ndarray, mask: str, rule: str, inv_tau, soft: bool):
@@ -483,6 +493,13 @@ def _group_tails(li: np.ndarray, m: int, vm: list, dif: np.ndarray | None, brk: 
         exp_flush(t, out=alpha[1:])
         if brk is not None:
             alpha[1:][brk] = 0.0
+    if not alpha.any() and all(np.isfinite(v).all() and not np.signbit(v).any() for v in vm):
+        # every factor flushed to +0 (a cold temperature: the members' score gaps over τ exceed
+        # −EXP_FLUSH) and every value finite (+0·inf would be NaN) without a sign bit: then every β
+        # is +0 and every product and sum of affine_scan is +0, so E and F are +0 exactly — the
+        # scan's result without running it (most groups of a certify's short batches: ISSUE 16)
+        zero = np.zeros(li.shape)
+        return zero, [zero for _ in vm]
     # the kernel for long words only: a group pools the members of a batch's words, and a certify's
     # batches of short words (n <= 10^5) would otherwise load numba (~0.65 s) for scans it saves
     # far less on (ISSUE 16: measured with python -X importtime)

@@ -21,6 +21,7 @@ from typing import Callable
 
 from ..bounds.confirm import attention_ancestors, confirm, key_patterns
 from ..constructions.counting import adversarial_layernorm_words, layernorms
+from ..constructions.engine import reuse_memory
 from ..constructions.errors import ParameterError
 from ..constructions.parameters import DEFAULT_MAX_POSITIONS
 from ..constructions.simulate import adversarial_words, all_words, random_words
@@ -124,9 +125,10 @@ def numeric_section(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, 
         pos, dense = work_estimate(c, planned_lengths(c, n_max, plan),
                                    run_it if callable(run_it) else (lambda k: it))
         check_work(pos, dense, max_positions, "lower --n-max, give --no-numeric")
-    fams = numeric_families(c, n_max, run_it, **{k: v for k, v in plan.items() if k != "key_pattern_ns"})
-    conf = confirm(c.model, c.bounds, fams, run_it, beta=c.beta, eta=c.eta, progress=progress,
-                   key_pattern_ns=plan["key_pattern_ns"])
+    with reuse_memory():  # freed arrays reused, no huge-page compaction (engine.reuse_memory; same values)
+        fams = numeric_families(c, n_max, run_it, **{k: v for k, v in plan.items() if k != "key_pattern_ns"})
+        conf = confirm(c.model, c.bounds, fams, run_it, beta=c.beta, eta=c.eta, progress=progress,
+                       key_pattern_ns=plan["key_pattern_ns"])
     per_node = conf.summary(word_chars=64)
     lengths = {f: [min(x.n for x in conf.checks if x.family == f), max(x.n for x in conf.checks if x.family == f)]
                for f in dict.fromkeys(x.family for x in conf.checks)}
