@@ -54,14 +54,18 @@ def bind(func: str, target: Callable, args: tuple, kwargs: dict) -> inspect.Boun
 def boundary(target: Callable, check: Callable[[dict], None] | None = None, *, name: str | None = None,
              raises: str = "") -> Callable:
     """``target`` behind the API boundary: its arguments bound by :func:`bind` (a
-    :class:`ParameterError` instead of Python's ``TypeError``), then ``check(arguments)`` (a dict by
-    parameter name; it raises :class:`ParameterError`), then the call.  Signature and docstring
+    :class:`ParameterError` instead of Python's ``TypeError``), a ``progress`` argument checked to be
+    callable or None, then ``check(arguments)`` (a dict by parameter name; it raises
+    :class:`ParameterError`), then the call.  Signature and docstring
     are ``target``'s (``help`` shows them), ``raises`` appended to the docstring."""
     func = name or target.__name__
 
     @functools.wraps(target)
     def call(*args, **kwargs):
         bound = bind(func, target, args, kwargs)
+        progress = bound.arguments.get("progress")
+        if progress is not None and not callable(progress):
+            raise ParameterError(f"{func}: progress must be a function of one str (or None), got {shown(progress)}")
         if check is not None:
             check(bound.arguments)
         return target(*args, **kwargs)

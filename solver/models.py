@@ -203,6 +203,7 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
     count_words(len(spec.alphabet), n_max)  # the certificate's total_words: refuse beyond its limit first
     if tie_break_mode not in ("auto", "off"):
         raise ParameterError(f"tie-break mode must be auto or off, got {tie_break_mode!r}")
+    exhaustive_limit = to_count(exhaustive_limit, "exhaustive_limit (--exhaustive-limit)", minimum=0)
     hm0 = spec.canonical()
     method = resolved_method(method, len(hm0.alphabet), n_max, exhaustive_limit)
     opts = dict(exhaustive_limit=exhaustive_limit, search_words=search_words, search_max_len=search_max_len,

@@ -194,3 +194,16 @@ def test_write_certificate_writes_only_a_json_object(t4, tmp_path):
     cert = softhard.certify(t4, n_max=6, tau="1/100", numeric=False)
     softhard.write_certificate(cert, tmp_path / "ok.json")
     assert json.loads((tmp_path / "ok.json").read_text()) == cert
+
+
+def test_build_model_options_and_progress_are_checked():
+    spec = softhard.load_model(str(EXAMPLES / "models" / "ab_subsequence.json"))
+    for bad in ("x", None, 2.5, -1):
+        with pytest.raises(ParameterError) as e:
+            softhard.build_model(spec, n_max=4, exhaustive_limit=bad)
+        _one_line(e, "exhaustive_limit (--exhaustive-limit)")
+    with pytest.raises(ParameterError) as e:
+        softhard.build_model(spec, n_max=4, progress="x")
+    _one_line(e, "build_model: progress must be a function of one str (or None), got str 'x'")
+    seen: list[str] = []
+    softhard.build_model(spec, n_max=4, epsilon="1/4", progress=seen.append)  # a callable passes
