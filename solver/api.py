@@ -26,8 +26,8 @@ from ..constructions.modelfile import load_model as _load_model
 from ..constructions.parse import FormulaSpec, load_spec, tokenize
 from ..constructions.tracr import TracrModel
 from ..constructions.tracr_load import load_tracr as _load_tracr
-from .api_checks import (boundary, check_symbols, expect_analysis, expect_certificate, expect_construction,
-                         expect_spec, expect_tracr)
+from .api_checks import (boundary, check_certify_options, check_symbols, expect_analysis, expect_certificate,
+                         expect_construction, expect_spec, expect_tracr)
 from .certificate import certify as _certify
 from .formula_numeric import PLAN_DEFAULTS, check_work, numeric_families, planned_lengths, resolve_plan, work_estimate
 from .certjson import load_certificate as _load_certificate
@@ -119,11 +119,17 @@ def derive(c: Construction) -> dict[str, NodeBound]:
     return dict(expect_construction(c, "derive").bounds)
 
 
+def _certify_args(a: dict) -> None:
+    expect_construction(a["c"], "certify", "formula")
+    check_certify_options(a)
+
+
 certify = boundary(
-    _certify, lambda a: expect_construction(a["c"], "certify", "formula"),
+    _certify, _certify_args,
     raises="a ``c`` that is not a built formula :class:`Construction` is a :class:`ParameterError` (a loaded "
            "spec: call ``softhard.build(spec, softhard.Params(...))`` first; a model construction: "
-           ":func:`certify_model`), as is an unknown keyword.")
+           ":func:`certify_model`), as are an unknown keyword, a ``find_tau``/``numeric`` that is not a bool, an "
+           "``all_n`` that is not a bool or None and a ``tune`` with a name other than ``eps_ln``.")
 
 
 def _certify_model_args(a: dict) -> None:

@@ -37,11 +37,10 @@ def shown(x) -> str:
     return f"{type(x).__name__} {repr(x)[:40]}"
 
 
-def bind(func: str, target: Callable, args: tuple, kwargs: dict) -> inspect.BoundArguments:
-    """``args``/``kwargs`` bound to ``target``'s signature; raises :class:`ParameterError` (one line
+def bind(func: str, sig: inspect.Signature, args: tuple, kwargs: dict) -> inspect.BoundArguments:
+    """``args``/``kwargs`` bound to the signature ``sig``; raises :class:`ParameterError` (one line
     naming ``func``) for an unknown keyword (listing the accepted ones), a missing required
     argument, too many positional arguments or an argument given twice."""
-    sig = inspect.signature(target)
     params = sig.parameters.values()
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         check_keywords(func, kwargs, [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)])
@@ -51,21 +50,18 @@ def bind(func: str, target: Callable, args: tuple, kwargs: dict) -> inspect.Boun
         raise ParameterError(f"{func}: {e}") from None
 
 
-def boundary(target: Callable, check: Callable[[dict], None] | None = None, *, name: str | None = None,
-             raises: str = "") -> Callable:
+def boundary(target: Callable, check: Callable[[dict], None] | None = None, *, raises: str = "") -> Callable:
     """``target`` behind the API boundary: its arguments bound by :func:`bind` (a
-    :class:`ParameterError` instead of Python's ``TypeError``), a ``progress`` argument checked to be
-    callable or None, then ``check(arguments)`` (a dict by parameter name; it raises
+    :class:`ParameterError` instead of Python's ``TypeError``), the flags and ``progress`` checked
+    (:func:`check_flags`), then ``check(arguments)`` (a dict by parameter name; it raises
     :class:`ParameterError`), then the call.  Signature and docstring
     are ``target``'s (``help`` shows them), ``raises`` appended to the docstring."""
-    func = name or target.__name__
+    func, sig = target.__name__, inspect.signature(target)
 
     @functools.wraps(target)
     def call(*args, **kwargs):
-        bound = bind(func, target, args, kwargs)
-        progress = bound.arguments.get("progress")
-        if progress is not None and not callable(progress):
-            raise ParameterError(f"{func}: progress must be a function of one str (or None), got {shown(progress)}")
+        bound = bind(func, sig, args, kwargs)
+        check_flags(func, sig, bound.arguments)
         if check is not None:
             check(bound.arguments)
         return target(*args, **kwargs)
@@ -73,6 +69,35 @@ def boundary(target: Callable, check: Callable[[dict], None] | None = None, *, n
     if raises:
         call.__doc__ = f"{(target.__doc__ or '').rstrip()}\n\n    API boundary: {raises}"
     return call
+
+
+def check_flags(func: str, sig: inspect.Signature, arguments: dict) -> None:
+    """Raise :class:`ParameterError` naming ``func`` and the argument when an argument whose default
+    is True or False (``find_tau``, ``numeric``, ``force``) is not a bool — a truthy ``"no"`` would
+    silently switch it on — or a ``progress`` argument is neither None nor callable."""
+    for k, v in arguments.items():
+        default = sig.parameters[k].default
+        if isinstance(default, bool) and not isinstance(v, bool):
+            raise ParameterError(f"{func}: {k} must be True or False, got {shown(v)}")
+    progress = arguments.get("progress")
+    if progress is not None and not callable(progress):
+        raise ParameterError(f"{func}: progress must be a function of one str (or None), got {shown(progress)}")
+
+
+#: the parameters :func:`softhard.certify` can search for together with τ (its ``tune``)
+TUNABLE = ("eps_ln",)
+
+
+def check_certify_options(arguments: dict, func: str = "certify") -> None:
+    """``all_n`` None or a bool; ``tune`` a list/tuple of names from :data:`TUNABLE`.  Raises
+    :class:`ParameterError` naming the argument."""
+    all_n = arguments.get("all_n")
+    if all_n is not None and not isinstance(all_n, bool):
+        raise ParameterError(f"{func}: all_n must be True, False or None (uniform bounds decide), got {shown(all_n)}")
+    tune = arguments.get("tune", ())
+    if not isinstance(tune, (list, tuple)) or any(t not in TUNABLE for t in tune):
+        raise ParameterError(f"{func}: tune must be a tuple of parameter names the search finds with tau "
+                             f"({', '.join(TUNABLE)}), got {shown(tune)}")
 
 
 def expect_construction(c, func: str, kind: str | None = None, *, advice: str | None = None) -> Construction:

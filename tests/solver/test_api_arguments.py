@@ -207,3 +207,22 @@ def test_build_model_options_and_progress_are_checked():
     _one_line(e, "build_model: progress must be a function of one str (or None), got str 'x'")
     seen: list[str] = []
     softhard.build_model(spec, n_max=4, epsilon="1/4", progress=seen.append)  # a callable passes
+
+
+def test_flags_all_n_and_tune_are_checked(t4, model, tmp_path):
+    """A truthy "no" switched find_tau/numeric on and all_n="x" was stored in the certificate."""
+    for kw, words in ((dict(tau="1/100", numeric="no"), "certify: numeric must be True or False, got str 'no'"),
+                      (dict(find_tau=1), "certify: find_tau must be True or False, got int 1"),
+                      (dict(tau="1/100", all_n="x"), "certify: all_n must be True, False or None"),
+                      (dict(find_tau=True, tune="eps_ln"), "certify: tune must be a tuple of parameter names"),
+                      (dict(find_tau=True, tune=("beta",)), "(eps_ln), got tuple ('beta',)")):
+        with pytest.raises(ParameterError) as e:
+            softhard.certify(t4, n_max=6, **kw)
+        _one_line(e, words)
+    with pytest.raises(ParameterError) as e:
+        softhard.certify_model(*model, n_max=4, find_tau="yes")
+    _one_line(e, "certify_model: find_tau must be True or False")
+    with pytest.raises(ParameterError) as e:
+        softhard.write_certificate({"a": 1}, tmp_path / "c.json", force="no")
+    _one_line(e, "write_certificate: force must be True or False")
+    assert not (tmp_path / "c.json").exists()
