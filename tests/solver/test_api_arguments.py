@@ -226,3 +226,13 @@ def test_flags_all_n_and_tune_are_checked(t4, model, tmp_path):
         softhard.write_certificate({"a": 1}, tmp_path / "c.json", force="no")
     _one_line(e, "write_certificate: force must be True or False")
     assert not (tmp_path / "c.json").exists()
+
+
+def test_certify_model_numeric_options_are_checked(model):
+    for opts, words in (({"bogus": 1}, "numeric options: unknown keyword argument bogus; it accepts exhaustive_words"),
+                        ({"random_count": -1}, "random_count must be >= 0"),
+                        ({"random_n_max": "x"}, "random_n_max"),
+                        ("x", "numeric options must be a dict")):
+        with pytest.raises(ParameterError) as e:
+            softhard.certify_model(*model, n_max=4, tau="1/1000", numeric_opts=opts)
+        _one_line(e, words)
