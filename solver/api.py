@@ -26,8 +26,8 @@ from ..constructions.modelfile import load_model as _load_model
 from ..constructions.parse import FormulaSpec, load_spec, tokenize
 from ..constructions.tracr import TracrModel
 from ..constructions.tracr_load import load_tracr as _load_tracr
-from .api_checks import (boundary, check_certify_options, check_symbols, expect_analysis, expect_certificate,
-                         expect_construction, expect_spec, expect_tracr)
+from .api_checks import (boundary, check_certify_options, check_inv_taus, check_symbols, expect_analysis,
+                         expect_certificate, expect_construction, expect_spec, expect_tracr)
 from .certificate import certify as _certify
 from .formula_numeric import PLAN_DEFAULTS, check_work, numeric_families, planned_lengths, resolve_plan, work_estimate
 from .certjson import load_certificate as _load_certificate
@@ -142,10 +142,16 @@ certify_model = boundary(
     raises="a ``c`` that is not a built model :class:`Construction` (a formula construction: :func:`certify`), "
            "an ``an`` that is not the :class:`ModelAnalysis` :func:`build_model` returned with it, or an unknown "
            "keyword is a :class:`ParameterError`.")
+def _certify_tracr_args(a: dict) -> None:
+    expect_tracr(a["tm"], "certify_tracr")
+    check_inv_taus(a.get("extra_inv_taus"), "certify_tracr", "extra_inv_taus")
+
+
 certify_tracr = boundary(
-    _certify_tracr, lambda a: expect_tracr(a["tm"], "certify_tracr"),
+    _certify_tracr, _certify_tracr_args,
     raises="``tm`` must be a loaded :class:`TracrModel`: a path is a :class:`ParameterError` saying to call "
-           ":func:`load_tracr` first (as :func:`build` wants a loaded spec), as is an unknown keyword.")
+           ":func:`load_tracr` first (as :func:`build` wants a loaded spec), as are an unknown keyword and an "
+           "``extra_inv_taus`` that is not a list/tuple of finite positive numbers.")
 
 
 @boundary

@@ -19,6 +19,7 @@ from ..constructions.errors import ParameterError
 from ..constructions.hard_model import ModelSpec
 from ..constructions.parameters import check_keywords
 from ..constructions.parse import FormulaSpec
+from ..constructions.softmax import check_inv_tau
 from ..constructions.tracr import TracrModel
 from .models import ModelAnalysis
 from .pipeline import Construction
@@ -128,6 +129,21 @@ def expect_analysis(an, func: str) -> ModelAnalysis:
         raise ParameterError(f"{func}: an must be the ModelAnalysis softhard.build_model returns "
                              f"(c, an = softhard.build_model(spec, n_max=...)), got {shown(an)}")
     return an
+
+
+def check_inv_taus(values, func: str, arg: str) -> None:
+    """``values`` None or a list/tuple of finite positive inverse temperatures (floats; a run's 1/τ);
+    raises :class:`ParameterError` naming ``func``, ``arg`` and the index of a bad one."""
+    if values is None:
+        return
+    if not isinstance(values, (list, tuple)):
+        raise ParameterError(f"{func}: {arg} must be a list or tuple of inverse temperatures (or None), "
+                             f"got {shown(values)}")
+    for i, v in enumerate(values):
+        try:
+            check_inv_tau(v)
+        except ParameterError as e:
+            raise ParameterError(f"{func}: {arg}[{i}]: {e}") from None
 
 
 def expect_tracr(tm, func: str) -> TracrModel:

@@ -67,6 +67,11 @@ def test_certify_tracr_wants_a_loaded_model_and_an_exact_epsilon():
     with pytest.raises(ParameterError) as e:
         softhard.certify_tracr(tm, epsilon="-1/4")
     _one_line(e, "epsilon (--epsilon) must be > 0")
+    for bad, words in ((5, "extra_inv_taus must be a list or tuple"), ([1e3, "a"], "extra_inv_taus[1]: "),
+                       ((float("nan"),), "extra_inv_taus[0]: inverse temperature 1/tau must be finite")):
+        with pytest.raises(ParameterError) as e:
+            softhard.certify_tracr(tm, extra_inv_taus=bad)
+        _one_line(e, "certify_tracr: ", words)
 
 
 @pytest.mark.parametrize("call,words", [
