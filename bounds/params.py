@@ -1,30 +1,17 @@
-"""One typed, immutable parameter object for every construction (issue 12 item 3).
+"""One typed, immutable parameter object for every construction: :class:`Params`.
 
 :class:`Params` holds every parameter a construction, a bound or a claim depends on, validated once
 where it enters (command line, Python API, certificate), and carried inside the
 :class:`~softhard.solver.pipeline.Construction`.  :meth:`Params.substitution` is the one place
-where parameters are substituted into SymPy expressions.
-
-Names and meanings (never mixed):
-
-* ``regime``: "T" (bounded PE j/n, τ(n) shrinks with n), "U" (unbounded PE j, one τ), "P" (U plus
-  j², (−1)^j for parity) — THEORY §4, §5; ``None`` for model files and Tracr (their own PE);
-* ``beta``: β, the regime-T tie-break weight, 0 < β ≤ 1/4 (THEORY §4); ``None`` where unused;
-* ``eta``: η, the Boolean rounding margin of formula clean-ups, 0 < η < 1/2 (THEORY §3);
-* ``epsilon``: ε, the output tolerance of a model-file or Tracr construction, ε > 0 (THEORY §6);
-* ``eps_ln``: ε_LN ≥ 0 of layer-norm comparators (THEORY §5 (a)); ``None`` when there is none;
-* ``comparator``: how count comparisons are built, "ln" | "head" | "pe" (``None``: no comparison);
-* ``inv_tau``: 1/τ > 0, the inverse temperature (``None`` until a run or a search chooses it);
-* ``construction``: how P/F selections (key = value) are built, "auto" | "unique" | "average"
-  (THEORY §4b; ``None``: auto);
-* ``schedule``: the temperature schedule, "const" | "lin" | "log" (THEORY §9; ``None``: const).  Under
-  a schedule ``inv_tau`` is its constant S: ``1/τ(n) = S`` (const), ``S·n`` (lin), ``S·ln(n+1)``
-  (log, "log-length scaling"); :meth:`Params.substitution` puts ``τ = 1/(S·g(n))`` into every bound.
+where parameters are substituted into SymPy expressions.  The fields and their meanings are listed
+in the class docstring (``help(softhard.Params)``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -33,8 +20,8 @@ import sympy as sp
 
 from ..constructions.errors import ParameterError
 from ..constructions.parameters import (DEFAULT_BETA, DEFAULT_ETA, check_beta, check_comparator, check_construction,
-                                        check_eps_ln, check_eta, check_regime, check_schedule, parse_schedule,
-                                        to_fraction)
+                                        check_eps_ln, check_eta, check_keywords, check_regime, check_schedule,
+                                        parse_schedule, to_fraction)
 from .cache import subs as cached_subs
 from .core import beta as beta_sym
 from .core import eps_ln as eps_ln_sym
@@ -66,10 +53,31 @@ def _rational(x: Fraction) -> sp.Rational:
 
 @dataclass(frozen=True)
 class Params:
-    """Every parameter of a construction (module docstring); validated on creation.
+    """Every parameter of a construction, validated on creation; immutable (:meth:`with_` copies).
+
+    Names and meanings (never mixed):
+
+    * ``regime``: "T" (bounded PE j/n, τ(n) shrinks with n), "U" (unbounded PE j, one τ), "P" (U
+      plus j², (−1)^j for parity) — THEORY §4, §5; ``None`` for model files and Tracr (their own PE);
+    * ``beta``: β, the regime-T tie-break weight, 0 < β ≤ 1/4 (THEORY §4); ``None`` where unused;
+    * ``eta``: η, the Boolean rounding margin of formula clean-ups, 0 < η < 1/2 (THEORY §3);
+    * ``epsilon``: ε, the output tolerance of a model-file or Tracr construction, ε > 0 (THEORY §6);
+    * ``eps_ln``: ε_LN ≥ 0 of layer-norm comparators (THEORY §5 (a)); ``None`` when there is none;
+    * ``comparator``: how count comparisons are built, "ln" | "head" | "pe" (``None``: no comparison);
+    * ``inv_tau``: 1/τ > 0, the inverse temperature (``None`` until a run or a search chooses it);
+    * ``construction``: how P/F selections (key = value) are built, "auto" | "unique" | "average"
+      (THEORY §4b; ``None``: auto);
+    * ``schedule``: the temperature schedule, "const" | "lin" | "log" (THEORY §9; ``None``: const).
+      Under a schedule ``inv_tau`` is its constant S: ``1/τ(n) = S`` (const), ``S·n`` (lin),
+      ``S·ln(n+1)`` (log, "log-length scaling"); :meth:`substitution` puts ``τ = 1/(S·g(n))`` into
+      every bound.  The kind only (``"log"``); S goes to ``certify(..., inv_tau=S)``.
 
     Numbers may be given as ints, Fractions or exact strings (``"1/4"``, ``"0.25"``); they are
-    stored as :class:`fractions.Fraction`.  Raises :class:`ParameterError` naming the parameter.
+    stored as :class:`fractions.Fraction` (a float through its decimal string: 0.1 is 1/10).
+
+    Raises :class:`ParameterError` naming the parameter: a value out of range or not a number, an
+    unknown keyword (``Params(bogus=1)``: the message lists the accepted ones), more positional
+    arguments than fields or a field given twice.
     """
 
     regime: str | None = "T"
@@ -176,6 +184,27 @@ class Params:
         if self.schedule is not None:
             out["schedule"] = self.schedule
         return out
+
+
+#: the fields of :class:`Params`, as keywords: what its constructor accepts
+PARAM_FIELDS = tuple(f.name for f in dataclasses.fields(Params))
+_dataclass_init = Params.__init__
+_init_signature = inspect.signature(_dataclass_init)
+
+
+@functools.wraps(_dataclass_init)
+def _checked_init(self, *args, **kwargs) -> None:
+    """The dataclass constructor behind one check of its arguments (unknown keyword, too many
+    positional arguments, a field given twice: :class:`ParameterError`, not ``TypeError``)."""
+    check_keywords("Params", kwargs, PARAM_FIELDS)
+    try:
+        _init_signature.bind(self, *args, **kwargs)
+    except TypeError as e:
+        raise ParameterError(f"Params: {e} (fields: {', '.join(PARAM_FIELDS)})") from None
+    _dataclass_init(self, *args, **kwargs)
+
+
+Params.__init__ = _checked_init
 
 
 def schedule_factor(kind: str) -> sp.Expr:

@@ -129,6 +129,25 @@ def to_count(x, what: str, minimum: int = 1) -> int:
     return v
 
 
+def check_keywords(func: str, given, accepted) -> None:
+    """Raise :class:`ParameterError` naming every keyword of ``given`` (names) that is not in
+    ``accepted`` and listing the accepted ones: an API call's misspelt option (``Params(bogus=1)``,
+    ``build_model(..., bogus=1)``) is one clear line, not Python's ``TypeError``.  ``func``: the
+    function as the message names it."""
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        raise ParameterError(f"{func}: unknown keyword argument{'s' if len(unknown) > 1 else ''} "
+                             f"{', '.join(unknown)}; it accepts {', '.join(sorted(accepted))}")
+
+
+def to_path(x, what: str) -> str | os.PathLike:
+    """``x`` if it is a file name (a ``str`` or an ``os.PathLike``); raise :class:`ParameterError`
+    naming ``what`` otherwise (``load_model(None)``: not Python's ``TypeError`` from ``Path``)."""
+    if isinstance(x, (str, os.PathLike)):
+        return x
+    raise ParameterError(f"{what} must be a file name (a str or os.PathLike), got {type(x).__name__} {repr(x)[:40]}")
+
+
 REGIMES = ("T", "U", "P")
 DEFAULT_BETA = Fraction(1, 4)
 DEFAULT_ETA = Fraction(1, 4)

@@ -425,7 +425,8 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | str |
     comparator, ``ln`` comparators with ε_LN = 0 in any regime; :attr:`Construction.uniform_in_n`)
     and False otherwise.
     ``max_positions``: the numeric confirmation's work budget (word positions, the dense attention
-    path's work at a too-warm temperature included; None: no limit), checked before it runs.
+    path's work at a too-warm temperature included; an integer >= 1, None: no limit), checked before
+    it runs; ``numeric_opts``: the plan's options (:func:`~softhard.solver.formula_numeric.resolve_plan`).
     ``n_max``/``n_lo``: integers ``>= 1`` (or an integral float or exact decimal text, ``"1e6"``, read
     as the command line reads ``--n-max``); ``timeout_s``: each solver query's hard limit, in (0, 86400].
     Returns the certificate as a dict (schema 2); raises :class:`ParameterError` on bad input (an
@@ -435,6 +436,8 @@ def certify(c: Construction, *, n_max: int, n_lo: int = 1, tau: Fraction | str |
     t_start = time.perf_counter()
     n_max, n_lo = to_count(n_max, "n_max"), to_count(n_lo, "n_lo")
     timeout_s = to_seconds(timeout_s, "timeout_s")
+    if max_positions is not None:
+        max_positions = to_count(max_positions, "max_positions")
     if tau is not None and inv_tau is not None:
         raise ParameterError("give tau or inv_tau, not both")
     if inv_tau is not None:

@@ -121,16 +121,22 @@ def load_certificate(path: str | os.PathLike) -> dict:
     return obj
 
 
-def check_finite(obj, path: tuple = ()) -> None:
-    """Raise :class:`ParameterError` naming the path of the first NaN/Infinity in ``obj``."""
+def check_json(obj, path: tuple = ()) -> None:
+    """Raise :class:`ParameterError` naming the JSON path of the first value in ``obj`` that strict
+    JSON cannot hold: NaN/Infinity, a key that is not a string, or a value other than a dict,
+    list/tuple, str, int, float, bool or None (a set, a Fraction, an array)."""
     if isinstance(obj, float) and not math.isfinite(obj):
         raise ParameterError(f"{fmt_path(path) or '<root>'}: {obj} cannot be written as strict JSON")
     if isinstance(obj, dict):
         for k, v in obj.items():
-            check_finite(v, path + (k,))
+            if not isinstance(k, str):
+                raise ParameterError(f"{fmt_path(path) or '<root>'}: key {k!r} is not a string (JSON keys are)")
+            check_json(v, path + (k,))
     elif isinstance(obj, (list, tuple)):
         for i, v in enumerate(obj):
-            check_finite(v, path + (i,))
+            check_json(v, path + (i,))
+    elif not (obj is None or isinstance(obj, (str, int, float))):
+        raise ParameterError(f"{fmt_path(path) or '<root>'}: a {type(obj).__name__} cannot be written as JSON")
 
 
 def canonical(obj) -> bytes:
@@ -364,11 +370,19 @@ def write_certificate(cert: dict, path: str | os.PathLike, *, force: bool = Fals
     """Write ``cert`` atomically as strict JSON: a temporary file in the same folder, fsync, then
     rename (or hard link, so a file that appeared meanwhile is never clobbered without ``force``).
 
-    Raises :class:`ParameterError` for an existing file (without ``force``) or a value that is not
-    strict JSON (NaN/Infinity, named by path); on any error the target is untouched.  ``force_name``:
+    Raises :class:`ParameterError` for a ``cert`` that is not a dict (a certificate is one JSON
+    object: :func:`load_certificate` reads nothing else), an existing file (without ``force``) or a
+    value that is not strict JSON (NaN/Infinity, a set, a non-string key: named by path); on any
+    error the target is untouched.  ``force_name``:
     how the existing-file message names the override (the command line passes ``--force``)."""
+    if not isinstance(cert, dict):
+        raise ParameterError(f"write_certificate: cert must be a certificate dict (as certify returns; a "
+                             f"certificate is one JSON object), got {type(cert).__name__} {repr(cert)[:40]}")
     p = check_output_path(path, force=force, force_name=force_name)
-    check_finite(cert)
+    try:
+        check_json(cert)
+    except ParameterError as e:
+        raise ParameterError(f"write_certificate: cert: {e}") from None
     data = json.dumps(cert, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent or "."))
     try:

@@ -23,7 +23,7 @@ from ..bounds.confirm import attention_ancestors, confirm, key_patterns
 from ..constructions.counting import adversarial_layernorm_words, layernorms
 from ..constructions.engine import reuse_memory
 from ..constructions.errors import ParameterError
-from ..constructions.parameters import DEFAULT_MAX_POSITIONS
+from ..constructions.parameters import DEFAULT_MAX_POSITIONS, check_keywords, to_count
 from ..constructions.simulate import adversarial_words, all_words, random_words
 from .pipeline import Construction
 from .replay import VerifyReport
@@ -48,21 +48,36 @@ NUMERIC_TEXTS = {
 
 
 def resolve_plan(n_max: int, opts: dict | None = None) -> dict:
-    """The numeric confirmation's plan: :data:`PLAN_DEFAULTS` updated by ``opts`` (unknown keys
-    raise ``TypeError``, as a misspelt keyword would), lists for the lengths, and
-    ``key_pattern_ns`` resolved from ``n_max`` when None (the binding length capped at 10^5 and
-    two smaller ones).  Pure: a function of its arguments only."""
+    """The numeric confirmation's plan: :data:`PLAN_DEFAULTS` updated by ``opts``, every value
+    checked (:func:`check_plan_value`), lists for the lengths, and ``key_pattern_ns`` resolved from
+    ``n_max`` when None (the binding length capped at 10^5 and two smaller ones).  Raises
+    :class:`ParameterError` for an unknown option (naming it and the accepted ones) or a bad
+    value (naming the option).  Pure: a function of its arguments only."""
+    if opts is not None and not isinstance(opts, dict):
+        raise ParameterError(f"numeric options must be a dict (keys: {', '.join(PLAN_DEFAULTS)}), got "
+                             f"{type(opts).__name__} {repr(opts)[:40]}")
     opts = dict(opts or {})
-    unknown = set(opts) - set(PLAN_DEFAULTS)
-    if unknown:
-        raise TypeError(f"unknown numeric option(s): {', '.join(sorted(unknown))}")
-    plan = {**PLAN_DEFAULTS, **opts}
-    plan["adversarial_ns"] = [int(k) for k in plan["adversarial_ns"]]
+    check_keywords("numeric options", opts, PLAN_DEFAULTS)
+    plan = {k: check_plan_value(k, v) for k, v in {**PLAN_DEFAULTS, **opts}.items()}
     if plan["key_pattern_ns"] is None:
         top = min(n_max, 10**5)
         plan["key_pattern_ns"] = sorted({k for k in (2, max(2, top // 100), top) if k <= n_max})
-    plan["key_pattern_ns"] = [int(k) for k in plan["key_pattern_ns"]]
     return plan
+
+
+def check_plan_value(key: str, value):
+    """One option of the plan, read as the command line reads it (:func:`to_count`): the counts
+    ``exhaustive_len``, ``random_count`` and ``seed`` integers >= 0, ``random_n_max`` >= 1, the
+    lengths ``adversarial_ns`` (and ``key_pattern_ns``, or None: resolved from n_max) a list or tuple
+    of integers >= 1.  Raises :class:`ParameterError` naming ``key``."""
+    if key in ("adversarial_ns", "key_pattern_ns"):
+        if value is None and key == "key_pattern_ns":
+            return None
+        if not isinstance(value, (list, tuple, range)):
+            raise ParameterError(f"{key} must be a list or tuple of lengths (integers >= 1), got "
+                                 f"{type(value).__name__} {repr(value)[:40]}")
+        return [to_count(k, f"{key}[{i}]") for i, k in enumerate(value)]
+    return to_count(value, key, minimum=1 if key == "random_n_max" else 0)
 
 
 def exhaustive_top(alphabet_size: int, exhaustive_len: int, n_max: int) -> int:
@@ -116,7 +131,7 @@ def numeric_section(c: Construction, n_max: int, inv_tau: Fraction, opts: dict, 
     ``numeric`` section (measured; the plan is stored in it).  Before any run, the work is
     estimated (:func:`work_estimate` of :func:`planned_lengths`, dense-path work included) and
     refused above ``max_positions`` (None: no limit) with :class:`ParameterError` naming
-    ``--max-positions``.  Raises ``TypeError`` for an unknown option."""
+    ``--max-positions``; also for an unknown option or a bad value (:func:`resolve_plan`)."""
     it = float(inv_tau)
     # under a schedule (THEORY §9) every run uses 1/τ(n) = S·g(n) at its own length n
     run_it = it if c.params.schedule is None else (lambda k: c.params.inv_tau_at(k, inv_tau))

@@ -22,7 +22,9 @@ from ..constructions.exact_balls import exact_engine
 from ..constructions.gaps import GapReport, all_tokens, read_rows
 from ..constructions.words import count_words
 from ..constructions.engine import forward
+from ..constructions.errors import ParameterError
 from ..constructions.hard_model import HardModel
+from ..constructions.parameters import check_keywords, to_count
 from .pipeline import Construction
 from .replay import VerifyReport
 
@@ -45,13 +47,17 @@ MODEL_NUMERIC_TEXTS = {
 
 
 def model_plan(opts: dict | None = None) -> dict:
-    """The plan of a model's numeric confirmation: :data:`MODEL_PLAN_DEFAULTS` updated by ``opts``
-    (an unknown key raises ``TypeError``, as a misspelt keyword would)."""
+    """The plan of a model's numeric confirmation: :data:`MODEL_PLAN_DEFAULTS` updated by ``opts``,
+    every value read as the command line reads a count (``exhaustive_words``, ``random_count``,
+    ``seed`` integers >= 0, ``random_n_max`` >= 1).  Raises :class:`ParameterError` for options that
+    are not a dict, an unknown option (naming it and the accepted ones) or a bad value (naming it)."""
+    if opts is not None and not isinstance(opts, dict):
+        raise ParameterError(f"numeric options must be a dict (keys: {', '.join(MODEL_PLAN_DEFAULTS)}), got "
+                             f"{type(opts).__name__} {repr(opts)[:40]}")
     opts = dict(opts or {})
-    unknown = set(opts) - set(MODEL_PLAN_DEFAULTS)
-    if unknown:
-        raise TypeError(f"unknown numeric option(s): {', '.join(sorted(unknown))}")
-    return {**MODEL_PLAN_DEFAULTS, **opts}
+    check_keywords("numeric options", opts, MODEL_PLAN_DEFAULTS)
+    return {k: to_count(v, k, minimum=1 if k == "random_n_max" else 0)
+            for k, v in {**MODEL_PLAN_DEFAULTS, **opts}.items()}
 
 
 def _exhaustive_top(k: int, n_max: int, exhaustive_words: int) -> int:

@@ -203,6 +203,7 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
     count_words(len(spec.alphabet), n_max)  # the certificate's total_words: refuse beyond its limit first
     if tie_break_mode not in ("auto", "off"):
         raise ParameterError(f"tie-break mode must be auto or off, got {tie_break_mode!r}")
+    exhaustive_limit = to_count(exhaustive_limit, "exhaustive_limit (--exhaustive-limit)", minimum=0)
     hm0 = spec.canonical()
     method = resolved_method(method, len(hm0.alphabet), n_max, exhaustive_limit)
     opts = dict(exhaustive_limit=exhaustive_limit, search_words=search_words, search_max_len=search_max_len,
@@ -360,13 +361,15 @@ def assemble(c: Construction, an: ModelAnalysis, *, inv_tau: Fraction, n_lo: int
     return cert
 
 
-def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int = 1, tau: Fraction | None = None,
+def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int = 1, tau: Fraction | str | None = None,
                   find_tau: bool = False, timeout_s: float = 20.0, numeric: bool = True,
                   numeric_opts: dict | None = None, progress: Callable[[str], None] | None = None) -> dict:
     """Certificate (schema 2, kind ``"model"``) for a model construction: the τ search (or the
     given τ), the numeric confirmation, then :func:`assemble` and the envelope (module docstring).
 
-    Raises :class:`ParameterError` for bad input (``n_max`` beyond the gap analysis),
+    ``tau``: exact and positive (a Fraction, an int or a string such as ``"1/100"``), or ``find_tau``.
+    Raises :class:`ParameterError` for bad input (``n_max`` beyond the gap analysis, a ``tau`` that
+    is not a positive number),
     :class:`SearchFailed` when ``find_tau`` finds no certifiable temperature, :class:`NotSimulable`
     when the needed 1/τ is beyond 1e300 (a gap too small to matter)."""
     t_start = time.perf_counter()
@@ -374,6 +377,8 @@ def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int =
     timeout_s = to_seconds(timeout_s, "timeout_s (--timeout)")
     if n_max > an.report.n_max:
         raise ParameterError(f"n_max (--n-max) {n_max} exceeds the gap analysis length {an.report.n_max}")
+    if tau is not None:
+        tau = to_fraction(tau, "tau (--tau)")  # "1/100" or a Fraction: exact, as certify reads it
     certificate.check_range(n_lo, n_max, tau, find_tau)
     say = progress or (lambda s: None)
     proofs = ProofCache()

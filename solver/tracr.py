@@ -41,7 +41,7 @@ from ..bounds.tracr import fs, generic_leak_expr
 from ..constructions.errors import CertificateError, ParameterError
 from ..constructions.hard_model import HardModel
 from ..constructions.modelfile import doc_sha256, model_from_doc
-from ..constructions.parameters import to_count, to_seconds
+from ..constructions.parameters import to_count, to_fraction, to_seconds
 from ..constructions.tracr import TracrModel, UnsupportedModel, bos_obstacle, parse_labels, sqrt_ratio_enclosure
 from .certificate import envelope
 from .certjson import canonical
@@ -186,9 +186,9 @@ def assemble(an: Analysis, doc: dict, params: dict, stated: dict, *, proofs: Pro
 def _epsilon_param(epsilon) -> str:
     if isinstance(epsilon, str) and epsilon.strip() == "margin":
         return "margin"
-    e = epsilon if isinstance(epsilon, Fraction) else Fraction(str(epsilon))
+    e = to_fraction(epsilon, "epsilon (--epsilon)")  # "x", NaN, a list: one line naming it
     if e <= 0:
-        raise ParameterError(f"--epsilon must be > 0, got {epsilon}")
+        raise ParameterError(f"epsilon (--epsilon) must be > 0, got {epsilon}")
     return fs(e)
 
 

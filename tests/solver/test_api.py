@@ -92,7 +92,7 @@ def test_confirm_is_bounded_before_any_run():
         softhard.confirm(c, n_max=10**20, inv_tau=1e6, adversarial_ns=(10**12,))
     with pytest.raises(ParameterError, match="max-positions"):
         softhard.confirm(c, n_max=10**6, inv_tau=1e6, adversarial_ns=(10**5,), max_positions=10**5)
-    with pytest.raises(TypeError, match="bogus"):
+    with pytest.raises(ParameterError, match="confirm: unknown keyword argument bogus; it accepts adversarial_ns"):
         softhard.confirm(c, n_max=10, inv_tau=1e6, bogus=1)
     small = softhard.confirm(c, n_max=8, inv_tau=1e6, random_count=0, adversarial_ns=(8,), max_positions=10**4)
     # exhaustive words of length 1..8 over {a, b}: 2 + 4 + ... + 256 = 510, plus adversarial ones of length 8
