@@ -1,0 +1,138 @@
+"""Command-line findings of a new-user trial with every extra installed (issue cli7): a file that
+is not a state dict, an unreachable Dask scheduler, what an interrupted verify batch advises,
+progress of the long commands, the plot's title, what a model plan's ``exhaustive_words`` means.
+Each bad input ends as one line on stderr, exit 2 — never a traceback or an internal error."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from softhard.solver.cli import main
+from softhard.solver.cli.handlers import batch as batch_handler
+from softhard.solver.cli.handlers import console
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+FACTORY = EXAMPLES / "torch" / "encoder.py"
+sys.path.insert(0, str(FACTORY.parent))
+import encoder  # noqa: E402
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err, err
+    assert "\x1b" not in err, err  # no terminal escape codes (torch's message had \x1b[1m)
+    return err
+
+
+def _import(state_dict: Path, out: Path) -> int:
+    return main(["import-torch", f"{FACTORY}:make_model", "--state-dict", str(state_dict), "-o", str(out)])
+
+
+def test_a_whole_saved_model_is_not_a_state_dict(tmp_path, capsys):
+    """``torch.save(model, f)`` pickles the module: the weights-only loader refuses it (exit 3 with a
+    multi-line, escape-coded message before); now one line saying to save ``model.state_dict()``."""
+    torch.save(encoder.make_model(), tmp_path / "whole.pt")
+    assert _import(tmp_path / "whole.pt", tmp_path / "m.json") == 2
+    err = one_line_error(capsys)
+    assert "whole.pt: not a state dict" in err and "model.state_dict()" in err
+    assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize("content", [b"alphabet: a b\nformula: Y a\n", b"", b"PK\x03\x04 not really a zip"])
+def test_a_file_torch_did_not_write_is_not_a_state_dict(tmp_path, capsys, content):
+    (tmp_path / "w.pt").write_bytes(content)
+    assert _import(tmp_path / "w.pt", tmp_path / "m.json") == 2
+    assert "w.pt: not a state dict (not a file torch.save wrote)" in one_line_error(capsys)
+
+
+def test_a_saved_tensor_is_not_a_state_dict(tmp_path, capsys):
+    torch.save(torch.zeros(3), tmp_path / "t.pt")
+    assert _import(tmp_path / "t.pt", tmp_path / "m.json") == 2
+    assert "t.pt: not a state dict (it holds a Tensor" in one_line_error(capsys)
+
+
+def test_a_state_dict_that_does_not_fit_names_the_keys(tmp_path, capsys):
+    """A key mismatch said only "Error(s) in loading state_dict for EncoderClassifier:"; now the
+    missing and unexpected keys are named (the first four, and how many more)."""
+    sd = encoder.make_model().state_dict()
+    want = list(sd)
+    sd["extra.weight"] = torch.zeros(1)
+    del sd["readout.bias"]
+    torch.save(sd, tmp_path / "keys.pt")
+    assert _import(tmp_path / "keys.pt", tmp_path / "m.json") == 2
+    err = one_line_error(capsys)
+    assert "does not fit EncoderClassifier: missing keys 'readout.bias'; unexpected keys 'extra.weight'" in err
+    # many missing keys: the first four in the model's order, then the count
+    torch.save({"tok.weight": sd["tok.weight"]}, tmp_path / "few.pt")
+    assert _import(tmp_path / "few.pt", tmp_path / "m.json") == 2
+    err = one_line_error(capsys)
+    missing = [k for k in want if k != "tok.weight"]
+    assert ("missing keys " + ", ".join(repr(k) for k in missing[:4]) + f" and {len(missing) - 4} more") in err
+    # a shape mismatch names the tensor and both shapes (max_len 8: 9 positional rows, the model's 17)
+    torch.save(encoder.EncoderClassifier(max_len=8).state_dict(), tmp_path / "shape.pt")
+    assert _import(tmp_path / "shape.pt", tmp_path / "m.json") == 2
+    assert "'pos.weight' has shape (9, 8), the model's is (17, 8)" in one_line_error(capsys)
+
+
+def test_import_torch_shows_progress(tmp_path, capsys, monkeypatch):
+    """import-torch, export and tracr compile printed nothing for 6–30 s: they use the progress
+    helper (here shown at once instead of after 2 s)."""
+    monkeypatch.setattr(console, "PROGRESS_AFTER_S", 0.0)
+    torch.save(encoder.make_model().state_dict(), tmp_path / "w.pt")
+    assert _import(tmp_path / "w.pt", tmp_path / "m.json") == 0
+    err = capsys.readouterr().err
+    assert f"softhard: [0 s] loading {FACTORY}:make_model" in err.splitlines()[0]
+    assert main(["export", "Y a", "--alphabet", "ab", "--tau", "1/100", "-o", str(tmp_path / "p.pt")]) == 0
+    assert capsys.readouterr().err.startswith("softhard: [0 s] building the transformer\n")
+
+
+def test_an_unreachable_scheduler_is_one_line_after_a_progress_line(tmp_path, capsys, monkeypatch):
+    """``--scheduler tcp://127.0.0.1:1`` printed nothing for 34 s, then an internal error (OSError);
+    now a progress line while connecting and one line, exit 2, after --connect-timeout seconds."""
+    monkeypatch.setattr(console, "PROGRESS_AFTER_S", 0.0)
+    addr = "tcp://127.0.0.1:1"
+    argv = ["certify", str(EXAMPLES / "aba.ltl"), "--regime", "T", "--n-max", "100", "--scheduler", addr,
+            "--connect-timeout", "0.5", "-o", str(tmp_path / "sch") + "/"]
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == f"softhard: [0 s] connecting to the Dask scheduler at {addr} (giving up after 0.5 s)"
+    assert lines[1:] == [f"softhard: error: cannot reach the Dask scheduler at {addr} within 0.5 s (OSError); is it "
+                         "running? (--connect-timeout SECONDS waits longer)"]
+    monkeypatch.setattr(console, "PROGRESS_AFTER_S", 60.0)
+    (tmp_path / "d").mkdir()
+    assert main(["certify", "Y a", "--alphabet", "ab", "--n-max", "10", "--no-numeric", "-o",
+                 str(tmp_path / "d" / "ya.json")]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(tmp_path / "d"), "--scheduler", addr, "--connect-timeout", "0.5"]) == 2
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:1 within 0.5 s" in one_line_error(capsys)
+
+
+def test_an_interrupted_verify_batch_does_not_advise_resume(tmp_path, capsys, monkeypatch):
+    """An interrupted verify batch said "rerun with --resume", an option verify does not have."""
+    d, src = tmp_path / "c", tmp_path / "in"
+    src.mkdir()
+    (src / "ya.ltl").write_text("alphabet: a b\nformula: Y a\n")
+    (src / "asb.ltl").write_text("alphabet: a b\nformula: a S b\n")
+    assert main(["certify", str(src), "--n-max", "30", "--no-numeric", "-o", str(d)]) == 0
+    capsys.readouterr()
+    real, calls = batch_handler.verify_task, []
+
+    def interrupting(*a, **kw):
+        calls.append(a)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **kw)
+
+    monkeypatch.setattr(batch_handler, "verify_task", interrupting)
+    assert main(["verify", str(d)]) == 130
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == ("softhard: interrupted: 1 of 2 jobs finished (verify writes nothing and has no --resume: rerun "
+                    "it on the certificates not yet checked)")
+    assert main(["verify", str(d), "--resume"]) == 2  # indeed no such option
+    assert "unrecognized arguments: --resume" in capsys.readouterr().err
