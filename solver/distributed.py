@@ -89,11 +89,7 @@ class Cluster:
 
     def __exit__(self, exc_type=None, *exc) -> None:
         if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
-            # Ctrl-C: the workers are being shut down on purpose; Dask's warnings about closing
-            # comms and workers killed after their grace period are not the user's business
-            for name in [*DASK_LOGGERS, *logging.root.manager.loggerDict]:  # also those with their own level
-                if name.split(".")[0] in DASK_LOGGERS:
-                    logging.getLogger(name).setLevel(logging.CRITICAL)
+            self.quiet()
         if self._tokens:
             TASK_MAP.reset(self._tokens[0])
             TASK_WORKERS.reset(self._tokens[1])
@@ -103,6 +99,15 @@ class Cluster:
         if self._cluster is not None:
             self._cluster.close()
         self.client = self._cluster = None
+
+    def quiet(self) -> None:
+        """Dask's loggers here and on every worker at CRITICAL: after a Ctrl-C the cluster is shut
+        down on purpose, and Dask's warnings about cancelled tasks, closing comms and workers killed
+        after their grace period are not the user's business (one line says it was interrupted)."""
+        quiet_dask_loggers()
+        if self.client is not None:
+            with contextlib.suppress(Exception):  # best effort: a worker may be gone already
+                self.client.run(quiet_dask_loggers)
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         """``[fn(x) for x in items]``, in order (on Dask: one task per item, gathered in order)."""
@@ -115,6 +120,14 @@ class Cluster:
 
 #: the loggers Dask writes its warnings to (quiet while a Ctrl-C shuts the cluster down)
 DASK_LOGGERS = ("distributed", "tornado", "asyncio")
+
+
+def quiet_dask_loggers() -> None:
+    """Every logger of :data:`DASK_LOGGERS` in this process at CRITICAL (also those Dask's
+    configuration gave a level of their own, e.g. ``distributed.client``)."""
+    for name in [*DASK_LOGGERS, *logging.root.manager.loggerDict]:
+        if name.split(".")[0] in DASK_LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 @contextlib.contextmanager
@@ -149,6 +162,9 @@ def run_jobs(cluster: Cluster, jobs: list[tuple[T, Callable[[], R]]]) -> Iterato
     try:
         for fut in as_completed(futures):
             yield futures[fut], fut.result()
+    except KeyboardInterrupt:
+        cluster.quiet()  # before cancelling: each cancelled task made its worker log a warning
+        raise
     finally:
         for fut in futures:
             fut.cancel()

@@ -136,3 +136,58 @@ def test_an_interrupted_verify_batch_does_not_advise_resume(tmp_path, capsys, mo
                     "it on the certificates not yet checked)")
     assert main(["verify", str(d), "--resume"]) == 2  # indeed no such option
     assert "unrecognized arguments: --resume" in capsys.readouterr().err
+
+
+_CTRL_C_SCRIPT = """
+import signal
+import sys
+from softhard.solver.cli import main
+if __name__ == "__main__":
+    # Python's own Ctrl-C handler, as in a terminal (a test started in the background of a
+    # non-interactive shell inherits SIGINT ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_on_a_local_cluster_prints_only_our_lines(tmp_path):
+    """A terminal's Ctrl-C reaches the whole process group: each Dask worker printed a traceback
+    (``Process Dask Worker process (from Nanny)`` … KeyboardInterrupt) and Dask logged warnings.
+    Now the workers ignore SIGINT, this process shuts them down with Dask's loggers quiet: stderr
+    holds only softhard's lines, exit 130, and no process of the group is left."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    script = tmp_path / "run.py"
+    script.write_text(_CTRL_C_SCRIPT)
+    src = tmp_path / "in"
+    src.mkdir()
+    for name, f in (("ya", "Y a"), ("asb", "a S b"), ("ha", "H a"), ("pa", "P a"), ("yb", "Y b")):
+        (src / f"{name}.ltl").write_text(f"alphabet: a b\nformula: {f}\n")
+    p = subprocess.Popen([sys.executable, str(script), "certify", str(src), "--regime", "T,U", "--n-max", "1e6",
+                          "--workers", "2", "-o", str(tmp_path / "out")], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lines = []
+    try:
+        while True:  # the cluster is up and working once a job has finished
+            line = p.stderr.readline()
+            assert line, ("no job finished", lines)
+            lines.append(line)
+            if line.startswith("[1/10]"):
+                break
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    lines += err.splitlines(keepends=True)
+    assert p.returncode == 130, lines
+    assert lines[-1].startswith("softhard: interrupted: ") and "jobs finished" in lines[-1], lines
+    assert all(ln.startswith(("softhard: ", "[")) for ln in lines), lines  # no traceback, no Dask log line
+    deadline = time.monotonic() + 15  # a worker that exited last may be a zombie until init reaps it
+    with pytest.raises(ProcessLookupError):  # no worker (or solver child) left in the process group
+        while time.monotonic() < deadline:
+            os.killpg(p.pid, 0)
+            time.sleep(0.5)
