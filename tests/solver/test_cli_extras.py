@@ -191,3 +191,51 @@ def test_ctrl_c_on_a_local_cluster_prints_only_our_lines(tmp_path):
         while time.monotonic() < deadline:
             os.killpg(p.pid, 0)
             time.sleep(0.5)
+
+
+def test_plot_title_of_a_long_range_is_not_clipped(tmp_path):
+    """``plot`` of a certificate with n_max 1e15: the left panel's title ran past the figure's edge
+    ("omita4…").  The range is written 10^15 and a long title wraps; every title lies inside the
+    figure (matplotlib's own text extents after drawing)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import softhard
+    from softhard.solver.plots import figure, panel_title, plot_data
+
+    spec = softhard.load_formula(str(EXAMPLES / "tomita4.ltl"))
+    c = softhard.build(spec, softhard.Params(regime="T", eta="1/4"))
+    p = plot_data(softhard.certify(c, n_max=10**15, find_tau=True, numeric=False))
+    assert "(n ≤ 10^15)" in panel_title(p) and str(10**15) not in panel_title(p)
+    fig = figure([p])
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        box = fig.bbox
+        for ax in fig.axes:
+            t = ax.title.get_window_extent(renderer)
+            assert box.x0 <= t.x0 and t.x1 <= box.x1 and t.y1 <= box.y1, (ax.get_title(), t, box)
+    finally:
+        plt.close(fig)
+
+
+def test_a_model_plans_exhaustive_words_is_a_cap_and_families_count_what_ran(tmp_path, capsys):
+    """A model certificate (ab_subsequence, n ≤ 12) stated ``numeric.plan.exhaustive_words`` 4096
+    while the exhaustive family ran 4094 words.  Both are right: the plan's value is a cap — every
+    word of length 1..L for the largest L whose count stays within it — and ``families`` holds the
+    count that ran: lengths 1..11 over {a, b}, 2 + 4 + … + 2048 = 4094 (length 12 would make 8190).
+    The schema and docs say so; verify accepts the certificate."""
+    out = tmp_path / "ab.json"
+    assert main(["certify", "--model", str(EXAMPLES / "models" / "ab_subsequence.json"), "--n-max", "12",
+                 "--epsilon", "1/4", "--tau", "1/40", "-o", str(out)]) in (0, 1)
+    cert = json.loads(out.read_text())
+    num = cert["numeric"]
+    words_up_to = lambda top: sum(2 ** k for k in range(1, top + 1))  # noqa: E731 — words of length 1..top
+    assert num["plan"]["exhaustive_words"] == 4096
+    assert num["families"]["exhaustive"] == words_up_to(11) == 4094 and words_up_to(12) > 4096
+    assert main(["verify", str(out)]) == 0
+    schema = json.loads((ROOT / "solver" / "schema" / "certificate-2.schema.json").read_text())
+    plan = schema["$defs"]["formula_certificate"]["properties"]["numeric"]["properties"]["plan"]
+    assert "exhaustive_words is a cap, not a count" in plan["description"]
