@@ -86,10 +86,13 @@ def test_import_torch_shows_progress(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(console, "PROGRESS_AFTER_S", 0.0)
     torch.save(encoder.make_model().state_dict(), tmp_path / "w.pt")
     assert _import(tmp_path / "w.pt", tmp_path / "m.json") == 0
-    err = capsys.readouterr().err
-    assert f"softhard: [0 s] loading {FACTORY}:make_model" in err.splitlines()[0]
+    err = capsys.readouterr().err.splitlines()
+    # the handler's libraries (PyTorch) load under progress too, then the command's own steps
+    assert err[0] == "softhard: [0 s] import-torch: loading its libraries"
+    assert err[1] == f"softhard: [0 s] loading {FACTORY}:make_model"
     assert main(["export", "Y a", "--alphabet", "ab", "--tau", "1/100", "-o", str(tmp_path / "p.pt")]) == 0
-    assert capsys.readouterr().err.startswith("softhard: [0 s] building the transformer\n")
+    err = capsys.readouterr().err.splitlines()
+    assert err[:2] == ["softhard: [0 s] export: loading its libraries", "softhard: [0 s] building the transformer"]
 
 
 def test_an_unreachable_scheduler_is_one_line_after_a_progress_line(tmp_path, capsys, monkeypatch):
@@ -101,6 +104,8 @@ def test_an_unreachable_scheduler_is_one_line_after_a_progress_line(tmp_path, ca
             "--connect-timeout", "0.5", "-o", str(tmp_path / "sch") + "/"]
     assert main(argv) == 2
     lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "softhard: [0 s] certify: loading its libraries"
+    lines = lines[1:]
     assert lines[0] == f"softhard: [0 s] connecting to the Dask scheduler at {addr} (giving up after 0.5 s)"
     assert lines[1:] == [f"softhard: error: cannot reach the Dask scheduler at {addr} within 0.5 s (OSError); is it "
                          "running? (--connect-timeout SECONDS waits longer)"]
@@ -185,6 +190,10 @@ def test_ctrl_c_on_a_local_cluster_prints_only_our_lines(tmp_path):
     lines += err.splitlines(keepends=True)
     assert p.returncode == 130, lines
     assert lines[-1].startswith("softhard: interrupted: ") and "jobs finished" in lines[-1], lines
+    # every job reported as finished is counted (one was reported but not counted when the
+    # interrupt came while its line was printed)
+    reported = sum(ln.startswith("[") for ln in lines)
+    assert int(lines[-1].split()[2]) >= reported >= 1, lines
     assert all(ln.startswith(("softhard: ", "[")) for ln in lines), lines  # no traceback, no Dask log line
     deadline = time.monotonic() + 15  # a worker that exited last may be a zombie until init reaps it
     with pytest.raises(ProcessLookupError):  # no worker (or solver child) left in the process group

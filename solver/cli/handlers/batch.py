@@ -151,7 +151,7 @@ def run_certify_batch(args: argparse.Namespace, jobs: list[Job],
         path = out / j.name if out else None
         if path is not None and r["cert"] is not None and not r["resumed"]:
             write_certificate(r["cert"], path, force=bool(args.force or args.resume), force_name="--force")
-        row = _certify_row(j, r, path)
+        row = rows[j.index] = _certify_row(j, r, path)  # counted before a Ctrl-C can arrive during the report
         reported[0] += 1
         _report(args, row, f"[{reported[0]}/{len(jobs)}] {j.label} {_params_text(j.grid)}: {row['status']} "
                            f"({r['seconds']:.2f} s)")
@@ -263,7 +263,8 @@ def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
         row = {"job": j.index, "certificate": j.label, "kind": r["kind"], "valid": bool(rep and rep["valid"]),
                "status": rep["status"] if rep else None, "exit": r["exit"], "seconds": round(r["seconds"], 3),
                "problems": rep["problems"] if rep else None, "error": r["error"]}
-        _report(args, row, f"[{len(rows) + 1}/{len(jobs)}] {j.label}: {_verdict(row)} "
+        rows[j.index] = row  # counted before a Ctrl-C can arrive during the report
+        _report(args, row, f"[{len(rows)}/{len(jobs)}] {j.label}: {_verdict(row)} "
                            f"({r['seconds']:.2f} s)")
         return row
 
