@@ -41,7 +41,9 @@ import importlib
 import importlib.util
 import json
 import math
+import pickle
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -93,13 +95,64 @@ def load_factory(spec: str, state_dict: str | None = None) -> nn.Module:
     if not isinstance(model, nn.Module):
         raise ParameterError(f"import-torch: {spec}() returned {type(model).__name__}, not a torch.nn.Module")
     if state_dict is not None:
-        try:
-            sd = torch.load(state_dict, map_location="cpu", weights_only=True)
-            model.load_state_dict(sd, strict=True)
-        except (OSError, RuntimeError, ValueError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ParameterError(f"import-torch: {state_dict}: cannot load the state dict ({first})") from None
+        _load_state_dict(model, state_dict)
     return model.eval()
+
+
+#: how many missing or unexpected state-dict keys an error message names
+KEYS_NAMED = 4
+
+
+def _keys_text(keys: list[str]) -> str:
+    """``'a', 'b', 'c', 'd' and 3 more``: the first :data:`KEYS_NAMED` keys of a mismatch."""
+    shown = ", ".join(repr(k) for k in keys[:KEYS_NAMED])
+    return shown + (f" and {len(keys) - KEYS_NAMED} more" if len(keys) > KEYS_NAMED else "")
+
+
+def _load_state_dict(model: nn.Module, path: str) -> None:
+    """Load the state dict in file ``path`` into ``model`` strictly (PyTorch's safe
+    ``weights_only`` loader: a file holding code is never executed).  Raises
+    :class:`ParameterError` in one line for a missing file, a file that is not a torch file, a
+    whole pickled model (``torch.save(model, f)``: save ``model.state_dict()``), an object that is
+    not a mapping of tensors, missing or unexpected keys (the first :data:`KEYS_NAMED` named) and
+    shape mismatches.  (docs/torch.md; PyTorch's ``torch.load`` / ``load_state_dict``.)"""
+    where = f"import-torch: {path}"
+    if not Path(path).is_file():
+        raise ParameterError(f"{where}: no such file")
+    try:
+        sd = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        # the weights-only loader refuses a pickled object other than tensors/containers: for a
+        # whole saved model it names the model's class ("Unsupported global: GLOBAL encoder.X")
+        if "Unsupported global" in str(e) or "weights_only" in str(e).lower() and "GLOBAL" in str(e):
+            raise ParameterError(f"{where}: not a state dict but a pickled Python object (a whole model saved "
+                                 "with torch.save(model, f)?); save model.state_dict() instead: "
+                                 "torch.save(model.state_dict(), FILE)") from None
+        raise ParameterError(f"{where}: not a state dict (not a file torch.save wrote)") from None
+    except Exception:  # noqa: BLE001 — torch's readers raise IndexError, KeyError, EOFError, RuntimeError… on
+        # bytes they did not write (the weights-only loader runs no code: any failure means "not its format")
+        raise ParameterError(f"{where}: not a state dict (not a file torch.save wrote)") from None
+    if not isinstance(sd, Mapping) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in sd.items()):
+        raise ParameterError(f"{where}: not a state dict (it holds a {type(sd).__name__}, not a mapping of names to "
+                             "tensors); save model.state_dict()")
+    want = model.state_dict()
+    missing = [k for k in want if k not in sd]
+    unexpected = [k for k in sd if k not in want]
+    if missing or unexpected:
+        parts = ([f"missing keys {_keys_text(missing)}"] if missing else []) + (
+            [f"unexpected keys {_keys_text(unexpected)}"] if unexpected else [])
+        raise ParameterError(f"{where}: the state dict does not fit {type(model).__name__}: " + "; ".join(parts))
+    shapes = [k for k in want if tuple(sd[k].shape) != tuple(want[k].shape)]
+    if shapes:
+        k = shapes[0]
+        raise ParameterError(f"{where}: the state dict does not fit {type(model).__name__}: {k!r} has shape "
+                             f"{tuple(sd[k].shape)}, the model's is {tuple(want[k].shape)}"
+                             + (f" ({len(shapes) - 1} more shape mismatch(es))" if len(shapes) > 1 else ""))
+    try:
+        model.load_state_dict(sd, strict=True)
+    except (RuntimeError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ParameterError(f"{where}: cannot load the state dict ({first})") from None
 
 
 def import_torch(model: nn.Module, *, name: str = "imported", alphabet=None, read_at: str | None = None,

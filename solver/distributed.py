@@ -14,7 +14,11 @@ computed on Dask is identical to the single-process one.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import signal
+import threading
 from typing import Callable, Iterable, Iterator, TypeVar
 
 from ..constructions.errors import ParameterError
@@ -27,11 +31,15 @@ R = TypeVar("R")
 class Cluster:
     """Runs tasks here (default) or on Dask (module docstring).  ``workers``: local worker
     processes (0: ``os.cpu_count()``); ``scheduler``: ``tcp://HOST:PORT`` of an existing cluster;
-    ``processes=False``: a local cluster of threads in this process (tests: no process start).
-    Raises :class:`ParameterError` when Dask is asked for but not installed."""
+    ``processes=False``: a local cluster of threads in this process (tests: no process start);
+    ``connect_timeout_s``: how long to try to reach ``scheduler``, seconds.  Raises
+    :class:`ParameterError` when Dask is asked for but not installed, or the scheduler cannot be
+    reached within ``connect_timeout_s``."""
 
-    def __init__(self, workers: int | None = None, scheduler: str | None = None, *, processes: bool = True):
+    def __init__(self, workers: int | None = None, scheduler: str | None = None, *, processes: bool = True,
+                 connect_timeout_s: float = 10.0):
         self.workers, self.scheduler, self.processes = workers, scheduler, processes
+        self.connect_timeout_s = connect_timeout_s
         self.client = None
         self._cluster = None
         self._tokens = ()
@@ -57,11 +65,17 @@ class Cluster:
                    if k != "MALLOC_TRIM_THRESHOLD_"}
         dask.config.set({"distributed.worker.daemon": False, "distributed.nanny.pre-spawn-environ": environ})
         if self.scheduler is not None:
-            self.client = Client(self.scheduler)
+            try:
+                self.client = Client(self.scheduler, timeout=self.connect_timeout_s)
+            except (OSError, TimeoutError) as e:  # Dask: "Timed out trying to connect to tcp://…"
+                raise ParameterError(f"cannot reach the Dask scheduler at {self.scheduler} within "
+                                     f"{self.connect_timeout_s:g} s ({type(e).__name__}); is it running? "
+                                     "(--connect-timeout SECONDS waits longer)") from None
         else:
             n = self.workers or os.cpu_count() or 1
-            self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=self.processes,
-                                         dashboard_address=":0", protocol="tcp://", host="127.0.0.1")
+            with _sigint_ignored_by_children():
+                self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=self.processes,
+                                             dashboard_address=":0", protocol="tcp://", host="127.0.0.1")
             self.client = Client(self._cluster)
         # exhaustive enumerations run in this process (a one-job batch) go to the cluster too
         self._tokens = (TASK_MAP.set(self.map), TASK_WORKERS.set(self.n_workers()))
@@ -73,7 +87,9 @@ class Cluster:
             return 1
         return max(1, len(self.client.scheduler_info().get("workers", {})))
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type=None, *exc) -> None:
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            self.quiet()
         if self._tokens:
             TASK_MAP.reset(self._tokens[0])
             TASK_WORKERS.reset(self._tokens[1])
@@ -84,6 +100,15 @@ class Cluster:
             self._cluster.close()
         self.client = self._cluster = None
 
+    def quiet(self) -> None:
+        """Dask's loggers here and on every worker at CRITICAL: after a Ctrl-C the cluster is shut
+        down on purpose, and Dask's warnings about cancelled tasks, closing comms and workers killed
+        after their grace period are not the user's business (one line says it was interrupted)."""
+        quiet_dask_loggers()
+        if self.client is not None:
+            with contextlib.suppress(Exception):  # best effort: a worker may be gone already
+                self.client.run(quiet_dask_loggers)
+
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         """``[fn(x) for x in items]``, in order (on Dask: one task per item, gathered in order)."""
         items = list(items)
@@ -91,6 +116,36 @@ class Cluster:
             return [fn(x) for x in items]
         futures = self.client.map(fn, items, pure=False)
         return self.client.gather(futures)
+
+
+#: the loggers Dask writes its warnings to (quiet while a Ctrl-C shuts the cluster down)
+DASK_LOGGERS = ("distributed", "tornado", "asyncio")
+
+
+def quiet_dask_loggers() -> None:
+    """Every logger of :data:`DASK_LOGGERS` in this process at CRITICAL (also those Dask's
+    configuration gave a level of their own, e.g. ``distributed.client``)."""
+    for name in [*DASK_LOGGERS, *logging.root.manager.loggerDict]:
+        if name.split(".")[0] in DASK_LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+@contextlib.contextmanager
+def _sigint_ignored_by_children():
+    """While a local cluster starts: SIGINT ignored, so that the worker processes it spawns inherit
+    the ignored disposition (kept across exec; Python then installs no KeyboardInterrupt handler).
+    A terminal's Ctrl-C reaches the whole process group: without this every worker printed its own
+    traceback; with it only this process is interrupted and shuts the workers down (:meth:`Cluster.__exit__`).
+    The handler is restored on exit (a Ctrl-C during the start, ~1–3 s, is lost).  Only from the
+    main thread (signal handlers can be set nowhere else); elsewhere a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def run_jobs(cluster: Cluster, jobs: list[tuple[T, Callable[[], R]]]) -> Iterator[tuple[T, R]]:
@@ -107,6 +162,9 @@ def run_jobs(cluster: Cluster, jobs: list[tuple[T, Callable[[], R]]]) -> Iterato
     try:
         for fut in as_completed(futures):
             yield futures[fut], fut.result()
+    except KeyboardInterrupt:
+        cluster.quiet()  # before cancelling: each cancelled task made its worker log a warning
+        raise
     finally:
         for fut in futures:
             fut.cancel()

@@ -35,7 +35,10 @@ def allowance_abs(x: np.ndarray) -> float:
     return float(2.0**-40 * (1.0 + float(np.max(np.abs(x))) if x.size else 1.0))
 
 
-#: the default plan of a model's numeric confirmation (``numeric_opts`` overrides any key)
+#: the default plan of a model's numeric confirmation (``numeric_opts`` overrides any key).
+#: ``exhaustive_words`` is a cap: every word of length 1..L for the largest L whose count stays
+#: within it (over {a, b}: lengths 1..11, 4094 words; the certificate's ``numeric.families`` holds
+#: the count that ran)
 MODEL_PLAN_DEFAULTS = {"exhaustive_words": 4096, "random_count": 400, "random_n_max": 256, "seed": 0}
 #: the fixed descriptions in a model certificate's numeric section (verify compares them)
 MODEL_NUMERIC_TEXTS = {
@@ -152,6 +155,9 @@ def observe_model(c: Construction, families: dict[str, list], inv_tau: float, pr
         for w in words:
             by_len.setdefault(len(w), []).append(w)
         for L, ws in sorted(by_len.items()):
+            if progress:
+                progress(f"{fam}, length {L} ({len(ws)} word(s)): the soft and hard runs and the bounds evaluated "
+                         f"at n = {L}")
             for b0 in range(0, len(ws), 512):
                 chunk = ws[b0:b0 + 512]
                 tok = c.model.encode(chunk)

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable
 
+import sympy as sp
 
 from ..bounds.composed import ComposedBound, HeadPremise, composed_bound
 from ..bounds.intervals import down
@@ -242,6 +243,10 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
         epsilon = epsilon_from_margin(rep)
     premises = {name: HeadPremise(g.gap, g.ties_max, g.tieless) for name, g in rep.heads.items()}
     ln_premises = {name: v.var for name, v in rep.layernorms.items()}
+    if progress:
+        progress(f"composing the error bounds along the model graph ({hm0.n_layers} layer(s)"
+                 + (f", {len(ln_premises)} layer norm(s): each adds a quadratic term, the bound grows with depth)"
+                    if ln_premises else ")"))
     c, cb = _construction(spec, hm, premises, n_max, epsilon, betas, ln_premises)
     # only what the result depends on: an exhaustive analysis is fixed by the model and n_max
     used = {"method": "exhaustive"} if method == "exhaustive" else opts
@@ -361,6 +366,13 @@ def assemble(c: Construction, an: ModelAnalysis, *, inv_tau: Fraction, n_lo: int
     return cert
 
 
+def bound_size_text(c: Construction) -> str:
+    """``1 output bound of 1829 operations``: the size of a model construction's composed bounds
+    (SymPy's ``count_ops``), for the progress line of the steps whose time grows with it."""
+    ops = [int(sp.count_ops(nb.bound.leak)) for nb in c.bounds.values()]
+    return f"{len(ops)} output bound(s), the largest of {max(ops, default=0)} operations"
+
+
 def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int = 1, tau: Fraction | str | None = None,
                   find_tau: bool = False, timeout_s: float = 20.0, numeric: bool = True,
                   numeric_opts: dict | None = None, progress: Callable[[str], None] | None = None) -> dict:
@@ -401,9 +413,10 @@ def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int =
         fams = model_families(c, an.report, n_max, **plan)
         guarded = {o.name for o in an.report.outputs.values() if o.margin is not None and c.params.epsilon < o.margin}
         num = observe_model(c, fams, float(inv_tau), head_bounds={h: v["error"] for h, v in an.bound.heads.items()},
-                            guarded=guarded)
+                            guarded=guarded, progress=lambda f: say(f"numeric confirmation: {f}"))
         num["plan"] = plan
     t_num = time.perf_counter()
+    say(f"substituting 1/tau into the composed bounds ({bound_size_text(c)}) and proving the claims")
     cert = assemble(c, an, inv_tau=inv_tau, n_lo=n_lo, n_max=n_max, timeout_s=timeout_s, proofs=proofs, found=found,
                     numeric=num, say=say)
     t_end = time.perf_counter()

@@ -22,6 +22,7 @@ Curves are float64 (numeric, for reading — the proofs are the certificate's cl
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -155,9 +156,39 @@ def draw(plots: list[CertificatePlot], path: str) -> None:
         raise ParameterError("plot needs matplotlib: pip install 'softhard[plot]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    fig = figure(plots)
+    fig.savefig(path, dpi=110, metadata={"Date": None} if suffix == "svg" else {"Software": None})
+    plt.close(fig)
+
+
+#: the longest line of a panel title, characters (a longer title wraps onto further lines)
+TITLE_WIDTH = 52
+
+
+def range_text(n_hi: int, all_n: bool) -> str:
+    """The length range of a panel title: ``all n``, ``n ≤ 1000`` or, for a power of ten beyond
+    10^6, ``n ≤ 10^15`` (exact either way)."""
+    if all_n:
+        return "all n"
+    k = len(str(n_hi)) - 1
+    return f"n ≤ 10^{k}" if k >= 6 and n_hi == 10 ** k else f"n ≤ {n_hi}"
+
+
+def panel_title(p: CertificatePlot) -> str:
+    """The left panel's title: the certificate's title and its range, wrapped at
+    :data:`TITLE_WIDTH` characters (a long range or title was clipped at the figure's edge)."""
+    return textwrap.fill(f"{p.title} ({range_text(p.n_hi, p.all_n)})", TITLE_WIDTH)
+
+
+def figure(plots: list[CertificatePlot]):
+    """The matplotlib figure of ``plots`` (one row each: 1/τ needed against n; the bound against
+    1/τ), laid out by matplotlib's constrained layout so no title or label is clipped.  Needs
+    matplotlib (the caller, :func:`draw`, checks it is installed and picks the Agg backend)."""
+    import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    fig, axes = plt.subplots(len(plots), 2, figsize=(12, 4.2 * len(plots)), squeeze=False)
+    fig, axes = plt.subplots(len(plots), 2, figsize=(12, 4.2 * len(plots)), squeeze=False, layout="constrained")
     for (left, right), p in zip(axes, plots):
         for i, nc in enumerate(p.nodes):
             col = f"C{i % 10}"
@@ -182,14 +213,11 @@ def draw(plots: list[CertificatePlot], path: str) -> None:
                 right.plot([hi], [nc.observed[0]], "o", color=col, mfc="none", ms=9,
                            label=f"largest observed leak (n = {nc.observed[1]})")
         right.axhline(p.eta, color="k", lw=0.8, label="tolerance η")
-        left.set(xscale="log", yscale="log", xlabel="n", ylabel="1/τ needed",
-                 title=p.title + (" (all n)" if p.all_n else f" (n ≤ {p.n_hi})"))
+        left.set(xscale="log", yscale="log", xlabel="n", ylabel="1/τ needed", title=panel_title(p))
         right.set(xscale="log", yscale="log", xlabel="1/τ", ylabel="output error (leak)", title="error against 1/τ")
         for ax in (left, right):
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             ax.grid(True, which="both", alpha=0.2)
             ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Date": None} if suffix == "svg" else {"Software": None})
-    plt.close(fig)
+    return fig
 

@@ -58,6 +58,12 @@ COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "export": (export, "softhard.solver.cli.handlers.export"),
 }
 
+#: the module of the commands' output and progress display (loaded once a command line parses)
+CONSOLE = "softhard.solver.cli.handlers.console"
+#: commands whose handler loads PyTorch (4–6 s measured for import-torch, before its own work):
+#: the import runs under a progress display (rich's console: every handler loads it anyway)
+SLOW_IMPORTS = ("import-torch", "export")
+
 DESCRIPTION = ("softhard: when does softmax attention compute exactly what hard attention computes? Compiles "
                "temporal-logic formulas to hard- and soft-attention transformers, derives per-node error bounds in "
                "SymPy, proves parameter choices with Z3, and confirms numerically.")
@@ -113,7 +119,11 @@ def main(argv=None) -> int:
         precheck = getattr(COMMANDS[args.cmd][0], "precheck", None)  # bad input refused before any work
         if precheck is not None:
             precheck(args)
-        handler = import_module(COMMANDS[args.cmd][1])
+        if args.cmd in SLOW_IMPORTS:  # under the progress display every long command shows
+            with import_module(CONSOLE).progress(f"{args.cmd}: loading its libraries (PyTorch)"):
+                handler = import_module(COMMANDS[args.cmd][1])
+        else:
+            handler = import_module(COMMANDS[args.cmd][1])
         import mpmath  # third-party, loaded with the handler's stages; every command runs at 30 digits
 
         with mpmath.workdps(30):

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import argparse
 
-from .options import positive_int
+from .options import positive_int, seconds_type
+
+#: default of ``--connect-timeout``: seconds to try to reach a ``--scheduler`` (Dask: 30 s)
+CONNECT_TIMEOUT_S = 10.0
 
 
 def scheduler_option(s: str) -> str:
@@ -29,6 +32,10 @@ def add_batch_options(p: argparse.ArgumentParser, *, resume: bool) -> None:
     g.add_argument("--scheduler", type=scheduler_option, default=None, metavar="tcp://HOST:PORT",
                    help="as --workers, on an existing Dask cluster (needs the [dask] extra; start its workers with "
                         "DASK_DISTRIBUTED__WORKER__DAEMON=False: solver calls run in child processes)")
+    p.add_argument("--connect-timeout", type=seconds_type("--connect-timeout"), default=CONNECT_TIMEOUT_S,
+                   metavar="SECONDS",
+                   help=f"with --scheduler: how long to try to reach the scheduler before giving up with one line, exit "
+                        f"2 (default {CONNECT_TIMEOUT_S:g} s; Dask's own default is 30 s)")
     if resume:
         p.add_argument("--resume", action="store_true",
                        help="with -o DIR: skip a job whose certificate is already in DIR and verifies by replay "

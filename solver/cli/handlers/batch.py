@@ -26,7 +26,9 @@ A batch is a loop over the one pipeline: every job is exactly the single-input c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import time
 from functools import partial
@@ -42,8 +44,9 @@ from ....bounds.store import set_disk_cache
 from ...certjson import load_certificate, write_certificate
 from ...distributed import Cluster, run_jobs
 from ...kinds import verify_certificate
+from ..batching import CONNECT_TIMEOUT_S
 from ..options import EXIT_BAD_INPUT, EXIT_INTERNAL, one_line
-from .console import certified_exit, fmt, stderr_console, stdout_console
+from .console import certified_exit, fmt, progress, stderr_console, stdout_console
 from .jobs import Job, output_dir
 
 # ---------------------------------------------------------------------------------------------
@@ -148,7 +151,7 @@ def run_certify_batch(args: argparse.Namespace, jobs: list[Job],
         path = out / j.name if out else None
         if path is not None and r["cert"] is not None and not r["resumed"]:
             write_certificate(r["cert"], path, force=bool(args.force or args.resume), force_name="--force")
-        row = _certify_row(j, r, path)
+        row = rows[j.index] = _certify_row(j, r, path)  # counted before a Ctrl-C can arrive during the report
         reported[0] += 1
         _report(args, row, f"[{reported[0]}/{len(jobs)}] {j.label} {_params_text(j.grid)}: {row['status']} "
                            f"({r['seconds']:.2f} s)")
@@ -157,13 +160,21 @@ def run_certify_batch(args: argparse.Namespace, jobs: list[Job],
     for j in jobs:
         if j.index in rows:
             rows[j.index] = finished(j, rows[j.index])
-    return _run(args, jobs, tasks, rows, finished, _print_certify_table)
+    return _run(args, jobs, tasks, rows, finished, _print_certify_table,
+                "their certificates are kept; rerun with --resume to skip them")
 
 
-def _run(args, jobs, tasks, rows, finished, table) -> int:
+def _run(args, jobs, tasks, rows, finished, table, rerun: str) -> int:
+    """Run a batch's ``tasks`` on the cluster the options ask for, report each finished job, print
+    the summary ``table``; on Ctrl-C the jobs finished so far are summarised and the last line
+    says what a rerun does (``rerun``), exit 130."""
     interrupted = False
     try:
-        with Cluster(workers=args.workers, scheduler=args.scheduler) as cluster:
+        with contextlib.ExitStack() as stack:
+            cluster = Cluster(workers=args.workers, scheduler=args.scheduler,
+                              connect_timeout_s=getattr(args, "connect_timeout", CONNECT_TIMEOUT_S))
+            with progress(_cluster_text(args)):
+                stack.enter_context(cluster)
             for j, r in run_jobs(cluster, tasks):
                 rows[j.index] = finished(j, r)
     except KeyboardInterrupt:
@@ -176,10 +187,19 @@ def _run(args, jobs, tasks, rows, finished, table) -> int:
     else:
         table(done)
     if interrupted:
-        print(f"softhard: interrupted: {len(done)} of {len(jobs)} jobs finished (their certificates are kept; "
-              "rerun with --resume to skip them)", file=sys.stderr)
+        print(f"softhard: interrupted: {len(done)} of {len(jobs)} jobs finished ({rerun})", file=sys.stderr)
         return 130
     return worst
+
+
+def _cluster_text(args: argparse.Namespace) -> str:
+    """The progress line while a batch's cluster starts or is reached."""
+    if args.scheduler is not None:
+        return (f"connecting to the Dask scheduler at {args.scheduler} (giving up after "
+                f"{getattr(args, 'connect_timeout', CONNECT_TIMEOUT_S):g} s)")
+    if args.workers is not None:
+        return f"starting a local Dask cluster of {args.workers or os.cpu_count() or 1} worker process(es)"
+    return "starting"
 
 
 def _certify_row(j: Job, r: dict, path: Path | None) -> dict:
@@ -243,11 +263,13 @@ def run_verify_batch(args: argparse.Namespace, files: list[str]) -> int:
         row = {"job": j.index, "certificate": j.label, "kind": r["kind"], "valid": bool(rep and rep["valid"]),
                "status": rep["status"] if rep else None, "exit": r["exit"], "seconds": round(r["seconds"], 3),
                "problems": rep["problems"] if rep else None, "error": r["error"]}
-        _report(args, row, f"[{len(rows) + 1}/{len(jobs)}] {j.label}: {_verdict(row)} "
+        rows[j.index] = row  # counted before a Ctrl-C can arrive during the report
+        _report(args, row, f"[{len(rows)}/{len(jobs)}] {j.label}: {_verdict(row)} "
                            f"({r['seconds']:.2f} s)")
         return row
 
-    return _run(args, jobs, tasks, rows, finished, _print_verify_table)
+    return _run(args, jobs, tasks, rows, finished, _print_verify_table,
+                "verify writes nothing and has no --resume: rerun it on the certificates not yet checked")
 
 
 def _verdict(row: dict) -> str:

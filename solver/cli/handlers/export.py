@@ -16,7 +16,7 @@ from ....constructions.tracr_load import load_tracr
 from ...certificate import construction_params
 from ...certjson import load_certificate
 from ...pipeline import rebuild
-from .console import stdout_console
+from .console import progress, stdout_console
 from .formula import formula_construction
 
 try:  # PyTorch is the optional extra softhard[torch]
@@ -94,16 +94,32 @@ def handle(args) -> int:
     for p in (out, Path(str(out) + ".json")):
         if p.exists() and not args.force:
             raise ParameterError(f"{p}: file exists; use --force to overwrite it")
-    tr, inv_tau, outs, src, lim = source_transformer(args)
+    with progress("building the transformer") as say:
+        tr, inv_tau, outs, src, lim = source_transformer(args)
+        res = _write_and_check(args, out, tr, inv_tau, outs, src, lim, say)
+    return _report(args, out, tr, res)
+
+
+def _write_and_check(args, out: Path, tr, inv_tau: float, outs: list[dict], src: dict, lim, say) -> dict:
+    """Write the TorchScript program, reload and check it; returns the summary ``--json`` prints
+    (``say``: the progress callback).  Raises :class:`ParameterError` for no temperature or an
+    ``--n-max`` beyond the model's positional table."""
     if not inv_tau > 0:
         raise ParameterError("export: give --tau (or --certificate): the soft program needs a temperature")
     n_max = args.n_max or min(DEFAULT_N_MAX, lim or DEFAULT_N_MAX)
     if lim is not None and n_max > lim:
         raise ParameterError(f"export: --n-max {n_max} is beyond the model's positional table (n <= {lim})")
     src["inv_tau_float"] = inv_tau
+    say(f"writing the TorchScript program {out} (n <= {n_max})")
     torch_export.export_torch(tr, out, n_max=n_max, inv_tau=inv_tau, outputs=outs, source=src)
+    say(f"reloading {out} and comparing it with the NumPy forward pass")
     check = torch_export.check_export(out, tr, inv_tau, n_max)
-    res = {"program": str(out), "sidecar": str(out) + ".json", "n_max": n_max, "inv_tau": inv_tau, "check": check}
+    return {"program": str(out), "sidecar": str(out) + ".json", "n_max": n_max, "inv_tau": inv_tau, "check": check}
+
+
+def _report(args, out: Path, tr, res: dict) -> int:
+    """Print the export's summary ``res`` (``--json``: the object); exit 1 when the check failed."""
+    check, n_max, inv_tau = res["check"], res["n_max"], res["inv_tau"]
     if args.json:
         print(json.dumps(res, indent=1))
     else:

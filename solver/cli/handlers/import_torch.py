@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from ....constructions.errors import ParameterError
-from .console import stdout_console
+from .console import progress, stdout_console
 
 try:  # PyTorch is the optional extra softhard[torch]: without it the command says so in one line
     from ....constructions import torch_import
@@ -24,9 +24,12 @@ def handle(args) -> int:
     for p in (out, out.with_suffix(".npz")):
         if p.exists() and not args.force:
             raise ParameterError(f"{p}: file exists; use --force to overwrite it")
-    model = torch_import.load_factory(args.factory, args.state_dict)
-    doc, arrays, checked = torch_import.import_torch(model, name=args.name or out.stem)
-    torch_import.write_imported(doc, arrays, out)
+    with progress(f"loading {args.factory}") as say:
+        model = torch_import.load_factory(args.factory, args.state_dict)
+        say("converting the module and checking it against torch's forward pass")
+        doc, arrays, checked = torch_import.import_torch(model, name=args.name or out.stem)
+        say(f"writing {out}")
+        torch_import.write_imported(doc, arrays, out)
     res = {"model": str(out), "arrays": str(out.with_suffix(".npz")), "layers": doc["n_layers"],
            "d_model": doc["d_model"], "alphabet": doc["alphabet"], "outputs": doc["outputs"],
            "forward_check": checked}

@@ -29,7 +29,7 @@ GRID: dict[str, tuple[str, ...]] = {
     "tau": ("formula", "model"), "epsilon": ("model", "tracr"),
 }
 #: options that never reach a certificate (left out of a job's key)
-PRESENTATION = ("json", "output", "force", "resume", "workers", "scheduler", "debug", "cmd")
+PRESENTATION = ("json", "output", "force", "resume", "workers", "scheduler", "connect_timeout", "debug", "cmd")
 #: what a directory given as an input contributes, per kind
 DIR_PATTERN = {"formula": "*.ltl", "model": "*.json", "tracr": "*.json", "certificate": "*.json"}
 GLOB_CHARS = set("*?[")

@@ -7,14 +7,17 @@ from __future__ import annotations
 import json
 
 from ....constructions.tracr_compile import compile_program, parse_vocab, write_export
+from .console import progress
 
 
 def handle(args) -> int:
     """Compile and write the export; print its path (``--json``: a JSON object)."""
     vocab = parse_vocab(args.vocab)
-    meta, arrays, _, _ = compile_program(args.program, vocab, args.max_seq_len, args.args,
-                                      mlp_exactness=args.mlp_exactness, causal=args.causal, name=args.name)
-    stem = write_export(meta, arrays, args.out, args.name)
+    with progress(f"compiling {args.program} with Tracr (max_seq_len {args.max_seq_len})") as say:
+        meta, arrays, _, _ = compile_program(args.program, vocab, args.max_seq_len, args.args,
+                                          mlp_exactness=args.mlp_exactness, causal=args.causal, name=args.name)
+        say(f"writing the export to {args.out}")
+        stem = write_export(meta, arrays, args.out, args.name)
     cfg = meta["config"]
     if args.json:
         print(json.dumps({"path": str(stem), "program": meta["program"], "label": meta["program_label"],
