@@ -23,7 +23,8 @@ def node_id(case: ET.Element) -> str:
     test classes; ``name`` the function with its parameters)."""
     parts = case.get("classname", "").split(".")
     # the module is the longest prefix that names a file: tests.solver.test_x[.Class]
-    i = max(k for k, p in enumerate(parts) if p.startswith("test_")) if any(p.startswith("test_") for p in parts) else len(parts) - 1
+    tests = [k for k, p in enumerate(parts) if p.startswith("test_")]
+    i = tests[-1] if tests else len(parts) - 1
     mod = "/".join(parts[: i + 1]) + ".py"
     return "::".join([mod, *parts[i + 1:], case.get("name", "")])
 
