@@ -44,7 +44,10 @@ def load_durations(path: Path = DURATIONS_FILE) -> dict[str, float]:
         return {}
 
 
-def longest_first(units: "OrderedDict[str, dict[str, bool]]", seconds: dict[str, float]) -> "OrderedDict[str, dict[str, bool]]":
+Units = "OrderedDict[str, dict[str, bool]]"
+
+
+def longest_first(units: Units, seconds: dict[str, float]) -> Units:
     """The work units (scope -> {node id: done}) reordered by decreasing estimated seconds (the
     sum over a unit's tests of ``seconds``, 0 for a test not listed); ties keep their order."""
     est = {scope: sum(seconds.get(t, 0.0) for t in tests) for scope, tests in units.items()}
