@@ -4,8 +4,9 @@
 
 Under pytest-xdist (``python -m pytest -q -n auto``, the README's and CI's command) the default
 ``--dist load`` uses :class:`xdist_schedule.ModuleFixtureScheduling`: the modules with expensive
-module fixtures run on one worker each (tests/xdist_schedule.py).  An explicit ``--dist`` other
-than ``load`` is left to xdist.
+module fixtures run on one worker each, and the work is handed out longest first (the estimates in
+tests/durations.json; tests/xdist_schedule.py).  An explicit ``--dist`` other than ``load`` is left
+to xdist.
 
 XLA compiles the Tracr library's models (tests/solver/test_tracr_lib.py: 13 programs, every JAX
 primitive compiled per shape, ~28 ms each) with its cheap optimisation level here: the exports
