@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from softhard.constructions.parse import load_spec
+from softhard.solver import check
 from softhard.solver.certificate import FORMULA, certify
 from softhard.solver.certjson import compute_hashes
 from softhard.solver.cli import main
@@ -116,12 +117,17 @@ def test_a_budget_stopped_replay_exits_1_not_2(cert, tmp_path, capsys):
     assert "invalid certificate" in capsys.readouterr().err
 
 
-def test_a_stopped_claim_excuses_only_its_own_differences():
+def test_a_stopped_claim_excuses_only_its_own_differences(monkeypatch):
     """A claim stored unknown at a 0.001 s limit, replayed at 20 s, is decided: its own fields, its
     node's status and the top-level "unknown" may differ ("could not re-check", exit 1).  Anything
-    else edited with it — here the top-level status made "proved" — is still invalid (exit 2)."""
-    c = certify(build(load_spec("Y a", alphabet="ab"), "T"), n_max=10**6, tau="1/6000", numeric=False,
-                timeout_s=0.001)
+    else edited with it — here the top-level status made "proved" — is still invalid (exit 2).
+    The certifying run's time-outs are made certain (Z3 can refute within 1 ms on a loaded
+    machine): every query of that run is answered as the hard wall-clock kill answers."""
+    with monkeypatch.context() as m:
+        m.setattr(check, "run_z3", lambda smtlib, timeout_s=0.0: ("unknown", "timeout (hard wall-clock kill)", None,
+                                                                 timeout_s))
+        c = certify(build(load_spec("Y a", alphabet="ab"), "T"), n_max=10**6, tau="1/6000", numeric=False,
+                    timeout_s=0.001)
     assert c["status"] == "unknown" and "timeout" in c["claims"][0]["reason"]
     clear_replay_cache()
     rep = verify(c, {"formula": FORMULA}, timeout_s=20.0)
