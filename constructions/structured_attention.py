@@ -500,9 +500,16 @@ def _group_tails(li: np.ndarray, m: int, vm: list, dif: np.ndarray | None, brk: 
         # scan's result without running it (most groups of a certify's short batches: ISSUE 16)
         zero = np.zeros(li.shape)
         return zero, [zero for _ in vm]
-    # the kernel for long words only: a group pools the members of a batch's words, and a certify's
-    # batches of short words (n <= 10^5) would otherwise load numba (~0.65 s) for scans it saves
-    # far less on (ISSUE 16: measured with python -X importtime)
+    return scan_tails(li, alpha, vm)
+
+
+def scan_tails(li: np.ndarray, alpha: np.ndarray, vm: list):
+    """The tails ``E``, ``F_l`` of :func:`_group_tails` at the queries' best members ``li`` by the
+    scan over the group's factors ``alpha`` (``(m,)``, ``alpha[0]`` = 0) and value columns ``vm``:
+    ``(E (li.shape), [F_l (li.shape)])``.  The compiled kernel for long words only: a group pools
+    the members of a batch's words, and a certify's batches of short words (n <= 10^5) would
+    otherwise load numba (~0.65 s) for scans it saves far less on (ISSUE 16: python -X importtime)."""
+    m = alpha.shape[0]
     if scan_available(min(m, li.shape[1])):  # one compiled pass (scan_kernel.py); same roundings, fewer
         zs = group_scan(alpha, vm)
     else:

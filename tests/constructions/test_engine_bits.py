@@ -19,7 +19,7 @@ from softhard.constructions.parse import parse_formula
 from softhard.constructions.residual import nonzero_rows, sparsity
 from softhard.constructions.simulate import adversarial_words, edge_words, periodic_words
 from softhard.constructions.softmax import exp_flush
-from softhard.constructions.structured_attention import _group_tails, _to_blocks, affine_scan
+from softhard.constructions.structured_attention import _group_tails, _to_blocks, affine_scan, scan_tails
 from softhard.constructions.weights import build_transformer
 
 #: a formula with unique (Y, S) and average-hard (H) selections; dyck-like nesting of S
@@ -165,13 +165,7 @@ def _group_tails_by_scan(li, m, vm, dif, brk, inv_tau):
         exp_flush(np.multiply(dif, -inv_tau), out=alpha[1:])
         if brk is not None:
             alpha[1:][brk] = 0.0
-    betas = [alpha]
-    for v in vm:
-        bl = np.zeros(m)
-        np.multiply(alpha[1:], v[:-1], out=bl[1:])
-        betas.append(bl)
-    zs = affine_scan(alpha, betas)
-    return zs[0][li], [z[li] for z in zs[1:]]
+    return scan_tails(li, alpha, vm)
 
 
 @pytest.mark.parametrize("m", [1, 2, 40, 300, 5000])
