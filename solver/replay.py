@@ -370,8 +370,10 @@ def _budget_hit(fresh: dict) -> bool:
     memo = any(r[0] is fresh for r in _REPLAYS.values())
     if memo and id(fresh) in _BUDGET_HITS:
         return _BUDGET_HITS[id(fresh)]
-    hit = any(isinstance(v, str) and p and p[-1] == "reason" and any(w in v for w in BUDGET_WORDS)
-              for p, v in leaves(fresh))
+    # a claim's reason, or a search row's message (the re-check of a found value states its proof's
+    # reason there: "not proved at the stated value (verify time budget exhausted ...)")
+    hit = any(isinstance(v, str) and p and (p[-1] == "reason" or (p[0] == "search" and p[-1] == "message"))
+              and any(w in v for w in BUDGET_WORDS) for p, v in leaves(fresh))
     if memo:
         _BUDGET_HITS[id(fresh)] = hit
     return hit

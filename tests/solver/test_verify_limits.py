@@ -17,6 +17,7 @@ from softhard.solver.certjson import compute_hashes
 from softhard.solver.cli import main
 from softhard.solver.kinds import verify_certificate
 from softhard.solver.pipeline import build
+from softhard.solver import replay as replay_module
 from softhard.solver.replay import Kind, clear_replay_cache, verify
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -137,3 +138,18 @@ def test_a_stopped_claim_excuses_only_its_own_differences(monkeypatch):
     clear_replay_cache()
     rep = verify(forged, {"formula": FORMULA}, timeout_s=20.0)
     assert not rep.ok and not rep.undecided and rep.exit_code == 2
+
+
+def test_a_search_row_stopped_by_the_budget_counts_as_not_rechecked(t4):
+    """A review found ``verify --no-cache --budget 1.3`` of a genuine ``--find-tau`` certificate
+    exiting 2: the budget ran out at the search section's re-check of the found value, whose row
+    states the proof's reason in ``message`` (``proof_at_certified`` "unknown"), where the budget
+    test looked at ``reason`` leaves only.  Such a replay is budget-stopped (exit 1)."""
+    fresh = {"claims": [{"status": "proved", "reason": ""}],
+             "search": {"per_bound": [{"proof_at_certified": "unknown",
+                                       "message": f"not proved at the stated value ({check.BUDGET_SPENT})"}]}}
+    assert replay_module._budget_hit(fresh)
+    fresh["search"]["per_bound"][0]["message"] = ""
+    assert not replay_module._budget_hit(fresh)
+    # a message elsewhere that mentions a timeout is not a budget stop of the replay
+    assert not replay_module._budget_hit({"numeric": {"message": "timeout"}, "claims": []})
