@@ -125,6 +125,23 @@ def _queries_in_transcript(fresh: dict, transcript: list) -> bool:
     return True
 
 
+def rerun_transcript(output: dict, transcript: list, deadline: float | None = None) -> bool:
+    """Whether every oracle row of ``transcript`` re-run live, in order, gives its recorded answer
+    before ``deadline`` (``time.perf_counter()``), and every Z3 query ``output`` states
+    (``claims[*].queries[*]``) is among those rows: then a deterministic function of the inputs,
+    the code and the answers gives the recorded ``output`` again.  Raises :class:`KeyError`,
+    :class:`TypeError`, :class:`ValueError`, :class:`AttributeError` for malformed rows (callers
+    treat these as a miss).  Used by verify's artefacts and certify's (:mod:`.certify_memo`)."""
+    if not _queries_in_transcript(output, transcript):
+        return False
+    for row in transcript:
+        if deadline is not None and time.perf_counter() > deadline:
+            return False
+        if not (isinstance(row, dict) and _rerun(row)):
+            return False
+    return True
+
+
 def lookup(key: str, deadline: float | None = None) -> Replayed | None:
     """The replay recorded under ``key`` with every oracle call re-run live and answered as
     recorded, or None (no artefact, a malformed one, a different live answer, or the wall-clock
@@ -138,13 +155,8 @@ def lookup(key: str, deadline: float | None = None) -> Replayed | None:
                 and isinstance(art["transcript"], list) and isinstance(art["checked"], list)):
             return None
         problems = [(str(p), str(m)) for p, m in art["problems"]]
-        if not _queries_in_transcript(art["fresh"], art["transcript"]):
+        if not rerun_transcript(art["fresh"], art["transcript"], deadline):
             return None
-        for row in art["transcript"]:
-            if deadline is not None and time.perf_counter() > deadline:
-                return None
-            if not (isinstance(row, dict) and _rerun(row)):
-                return None
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
     return Replayed(fresh=art["fresh"], problems=problems, checked=[str(c) for c in art["checked"]],
