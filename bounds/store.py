@@ -7,7 +7,7 @@ derivation) can use the cache without importing SymPy.  The keys are exactly tho
 entry's JSON inputs.
 
 :func:`fingerprint` hashes the package version, SymPy's version (read from the installed
-distribution's metadata with :mod:`importlib.metadata`, the string ``sympy.__version__`` holds:
+distribution's metadata as :mod:`importlib.metadata` reads it (:mod:`softhard.installed`), the string ``sympy.__version__`` holds:
 the same keys as before this split, tested) and the source of every module in ``bounds/``,
 ``constructions/`` and ``solver/`` (so editing a derivation or an encoding invalidates every entry).
 
@@ -24,9 +24,10 @@ import hashlib
 import json
 import os
 import tempfile
-from importlib import metadata
 from pathlib import Path
 from typing import Callable
+
+from ..installed import version as installed_version
 
 _PKG_ROOT = Path(__file__).resolve().parent
 #: folders whose sources a derivation or an encoding depends on (their hash is part of every key)
@@ -39,10 +40,8 @@ _fingerprint: list[str] = []
 
 
 def _version(dist: str, missing: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return missing
+    v = installed_version(dist)
+    return missing if v is None else v
 
 
 def fingerprint() -> str:

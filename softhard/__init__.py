@@ -19,12 +19,13 @@ certificate is verified by the one :func:`verify`.  Errors are :class:`SofthardE
 
 from __future__ import annotations
 
-from importlib import import_module, metadata
+from importlib import import_module
 
-try:
-    __version__ = metadata.version("softhard")
-except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0+unknown"
+from .installed import version as _installed_version
+
+#: the installed distribution's version (importlib.metadata's, read without importing it: :mod:`.installed`);
+#: "0+unknown" running from a source tree without install
+__version__ = _installed_version("softhard") or "0+unknown"
 
 __all__ = ["__version__", "Params", "SofthardError", "load_formula", "load_model", "load_tracr", "build",
            "build_model", "derive", "certify", "certify_model", "certify_tracr", "verify", "load_certificate",

@@ -12,7 +12,6 @@ import atexit
 import contextlib
 import contextvars
 import functools
-import importlib.metadata
 import os
 import re
 import select
@@ -22,6 +21,7 @@ import time
 from fractions import Fraction
 
 from ..constructions.errors import SolverError
+from ..installed import files as installed_files
 
 DEFAULT_TIMEOUT_S = 20.0
 
@@ -46,14 +46,12 @@ _CHECK_SAT = re.compile(r"\(\s*check-sat\s*\)")
 @functools.lru_cache(maxsize=1)
 def z3_executable() -> str:
     """Path of the ``z3`` executable installed by the z3-solver distribution (its ``bin/z3``,
-    wherever pip put the scripts).  Raises :class:`SolverError` when it is missing."""
-    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-        dist = importlib.metadata.distribution("z3-solver")
-        for f in dist.files or ():
-            if f.parent.name == "bin" and f.name in ("z3", "z3.exe"):
-                path = str(dist.locate_file(f))
-                if os.access(path, os.X_OK):
-                    return path
+    wherever pip put the scripts: its ``RECORD``, read as importlib.metadata reads it,
+    :func:`softhard.installed.files`).  Raises :class:`SolverError` when it is missing."""
+    for rel, path in installed_files("z3-solver") or ():
+        parts = rel.split("/")
+        if len(parts) >= 2 and parts[-2] == "bin" and parts[-1] in ("z3", "z3.exe") and os.access(path, os.X_OK):
+            return path
     raise SolverError("the z3 executable of the z3-solver distribution is missing (pip install z3-solver)")
 
 

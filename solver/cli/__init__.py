@@ -69,8 +69,11 @@ DESCRIPTION = ("softhard: when does softmax attention compute exactly what hard 
                "SymPy, proves parameter choices with Z3, and confirms numerically.")
 
 
-def build_parsers() -> tuple[Parser, dict[str, Parser]]:
-    """The root parser and each command's parser (they share one :class:`UsageErrors`)."""
+def build_parsers(only: str | None = None) -> tuple[Parser, dict[str, Parser]]:
+    """The root parser and each command's parser (they share one :class:`UsageErrors`).  ``only``
+    (a command's name): every command is registered (the root's help, choices and errors are the
+    same) but only that one's arguments are added, and the dict holds that one (the others' parsers
+    are empty: the command line they parse names ``only``, :func:`_parsers_for`)."""
     errors = UsageErrors()
     ap = Parser(prog="softhard", description=DESCRIPTION, usage_errors=errors)
     ap.add_argument("--version", action="version", version=f"softhard {__version__}")
@@ -82,10 +85,24 @@ def build_parsers() -> tuple[Parser, dict[str, Parser]]:
     parsers = {}
     for name, (module, _) in COMMANDS.items():
         p = sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION)
+        if only is not None and name != only:
+            continue
         module.add_arguments(p)
         p.intermixed = not any(isinstance(a, argparse._SubParsersAction) for a in p._actions)
         parsers[name] = p
     return ap, parsers
+
+
+def _parsers_for(argv: list[str]) -> tuple[Parser, dict[str, Parser]]:
+    """:func:`build_parsers` for the command line ``argv``: only the named command's arguments when
+    that gives the same parse — the command is the first argument not starting with '-' (the root
+    parser's options take no value) and no argument looks like a negative number (then
+    :func:`~.options.attach_negative_values` changes nothing, whichever options take a value);
+    every command's otherwise (ISSUE 16: ~10 ms of each command's start-up)."""
+    cmd = next((a for a in argv if not a.startswith("-")), None)
+    if cmd in COMMANDS and not any(len(a) > 1 and a[0] == "-" and (a[1].isdigit() or a[1] == ".") for a in argv):
+        return build_parsers(only=cmd)
+    return build_parsers()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,8 +125,9 @@ def _silence_stdout() -> None:
 
 def main(argv=None) -> int:
     """Run one ``softhard`` command line (default ``sys.argv[1:]``); returns the exit status."""
-    ap, parsers = build_parsers()
-    argv = attach_negative_values(value_options([ap, *parsers.values()]), list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap, parsers = _parsers_for(argv)
+    argv = attach_negative_values(value_options([ap, *parsers.values()]), argv)
     ap.usage_errors.json = "--json" in argv
     try:
         args = ap.parse_args(argv)
