@@ -23,9 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from ..installed import version as installed_version
 
@@ -120,6 +119,8 @@ def save(key: str, value) -> None:
     try:
         sub = d / key[:2]
         sub.mkdir(parents=True, exist_ok=True)
+        import tempfile  # (standard library, ~3 ms with shutil, random, bz2, lzma: a write's only)
+
         fd, tmp = tempfile.mkstemp(dir=sub, suffix=".tmp")
         with os.fdopen(fd, "w") as fh:
             json.dump(value, fh)

@@ -23,17 +23,18 @@ as their consistency checks go.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
-from typing import Callable, Mapping
 
 from ..constructions.errors import SofthardError
 from .certjson import canonical, diff, hash_problems, leaves
 from .oracle import ORACLE_LOG
-from .replay_memo import Replayed, artefact_key, lookup, record, remember_schema_valid, schema_valid
+from .replay_memo import (Replayed, artefact_key, lookup, record, remember_schema_valid, schema_valid,
+                          working_precision)
 from .replay_memo import enabled as memo_enabled
 from .z3proc import VERIFY_DEADLINE
 
@@ -46,7 +47,17 @@ OLD_SCHEMAS = {"softhard-certificate": 1, "softhard-tracr-certificate": 1}
 
 @lru_cache(maxsize=1)
 def _schema_text() -> str:
-    return resources.files("softhard.solver").joinpath("schema", SCHEMA_FILE).read_text("utf-8")
+    """The schema's text (package data), read from this package's directory — where
+    ``importlib.resources.files("softhard.solver")`` reads it for a package on the file system —
+    else (a package in a zip) through importlib.resources (~5 ms of every verify's start-up when
+    imported: ISSUE 16)."""
+    try:
+        with open(os.path.join(os.path.dirname(__file__), "schema", SCHEMA_FILE), encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        from importlib import resources  # (standard library)
+
+        return resources.files("softhard.solver").joinpath("schema", SCHEMA_FILE).read_text("utf-8")
 
 
 def schema() -> dict:
@@ -201,12 +212,16 @@ def _replay(kind: Kind, cert: dict, timeout_s: float) -> tuple[dict, object, lis
     return _REPLAYS[key]
 
 
-def _live(kind: Kind, cert: dict, timeout_s: float, deadline: float) -> tuple[dict, object, list]:
-    """The live replay of ``cert``, its claims within the verify's ``deadline``
-    (``time.perf_counter()``), with its oracle transcript (raises what ``kind.replay`` raises)."""
+def _live(kinds: Mapping[str, Kind], name: str, cert: dict, timeout_s: float, deadline: float
+          ) -> tuple[dict, object, list]:
+    """The live replay of ``cert`` by its kind ``kinds[name]`` (the kind's module imported and run
+    at the deferred mpmath precision, if any: :func:`~.replay_memo.working_precision`), its claims
+    within the verify's ``deadline`` (``time.perf_counter()``), with its oracle transcript (raises
+    what ``kind.replay`` raises)."""
     token = VERIFY_DEADLINE.set(deadline)
     try:
-        return _replay(kind, cert, timeout_s)
+        with working_precision():
+            return _replay(kinds[name], cert, timeout_s)
     finally:
         VERIFY_DEADLINE.reset(token)
 
@@ -220,7 +235,8 @@ def _measured(kind: Kind, cert: dict, fresh: dict, ctx: object, log: list) -> Re
         scratch = VerifyReport()
         token = ORACLE_LOG.set(out.transcript)
         try:
-            kind.check_measured(cert, ctx, scratch)
+            with working_precision():
+                kind.check_measured(cert, ctx, scratch)
             scratch.checked.append("measured fields consistent")
         except (KeyError, TypeError, ValueError, ArithmeticError, AttributeError) as e:
             scratch.add("measured", f"malformed measured fields ({e.__class__.__name__}: {e})")
@@ -416,7 +432,7 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
         deadline = time.perf_counter() + budget_s  # one total budget, whichever path replays
         got, key = _fast(fast_inputs, name, cert, limit, deadline)
         try:
-            live = None if got is not None else _live(kinds[name], cert, limit, deadline)
+            live = None if got is not None else _live(kinds, name, cert, limit, deadline)
         except SofthardError as e:
             rep.add(getattr(e, "path", None) or "source", f"cannot replay the certificate: {e}")
         except Exception as e:  # noqa: BLE001 — a tampered source can fail in many ways; report, never crash

@@ -30,6 +30,8 @@ unchanged certificate needs no JSON Schema validator.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import sys
 import time
@@ -82,10 +84,54 @@ def artefact_key(kind: str, inputs, timeout_s: float) -> str:
 
 
 def mpmath_prec() -> int:
-    """mpmath's working precision in bits (a replay's numbers may depend on it: the command line
-    runs at 30 digits), 53 — its default — while mpmath is not loaded (it then starts at 53)."""
+    """mpmath's working precision in bits that a live replay here runs at (a replay's numbers may
+    depend on it: the command line runs at 30 digits): the deferred precision's
+    (:func:`deferred_dps`) when one is set, else mpmath's current one, 53 — its default — while
+    mpmath is not loaded (it then starts at 53)."""
+    dps = DEFERRED_DPS.get()
+    if dps is not None:
+        return dps_to_prec(dps)
     mp = sys.modules.get("mpmath")
     return int(mp.mp.prec) if mp is not None else 53
+
+
+#: mpmath's working precision (decimal digits) deferred to the live replay, or None: set by
+#: :func:`deferred_dps` (a single certificate's verify on the command line), entered by
+#: :func:`working_precision` around the live replay and its measured checks only, so that a verify
+#: served by an artefact never loads mpmath (ISSUE 16)
+DEFERRED_DPS: contextvars.ContextVar[int | None] = contextvars.ContextVar("softhard_deferred_dps", default=None)
+
+
+def dps_to_prec(dps: int) -> int:
+    """The precision in bits mpmath works at with ``dps`` decimal digits (``mpmath.workdps(dps)``
+    sets it: ``mpmath.libmp.dps_to_prec``, tested equal), without loading mpmath."""
+    return max(1, int(round((int(dps) + 1) * 3.3219280948873626)))
+
+
+@contextlib.contextmanager
+def deferred_dps(dps: int):
+    """Inside the block, mpmath's working precision is ``dps`` decimal digits wherever a replay
+    computes (:func:`working_precision`) and in artefact keys (:func:`mpmath_prec`), as inside
+    ``mpmath.workdps(dps)``, while mpmath is loaded only by a live replay."""
+    token = DEFERRED_DPS.set(int(dps))
+    try:
+        yield
+    finally:
+        DEFERRED_DPS.reset(token)
+
+
+@contextlib.contextmanager
+def working_precision():
+    """``mpmath.workdps`` at the deferred precision (:data:`DEFERRED_DPS`) for the block (mpmath
+    imported then); nothing when none is deferred.  Around every live replay and measured check."""
+    dps = DEFERRED_DPS.get()
+    if dps is None:
+        yield
+        return
+    import mpmath  # third-party: loaded here by a live replay only
+
+    with mpmath.workdps(dps):
+        yield
 
 
 @dataclass

@@ -39,8 +39,8 @@ from types import ModuleType
 from ... import __version__
 from ...constructions.errors import SofthardError
 from . import bound, certify, confirm, export, gap, hahn, import_torch, plot, run, tracr, verify
-from .options import (EXIT_BAD_INPUT, EXIT_INTERNAL, Parser, UsageErrors, attach_negative_values, one_line,
-                      value_options)
+from .options import (EXIT_BAD_INPUT, EXIT_INTERNAL, WORKING_DPS, Parser, UsageErrors, attach_negative_values,
+                      one_line, value_options)
 
 #: command -> (the module defining its parser, the dotted name of its handler module); in the
 #: order ``softhard --help`` lists them
@@ -142,9 +142,11 @@ def main(argv=None) -> int:
                 handler = import_module(COMMANDS[args.cmd][1])
         else:
             handler = import_module(COMMANDS[args.cmd][1])
+        if getattr(handler, "OWN_PRECISION", False):  # it enters WORKING_DPS itself (verify: where a replay computes)
+            return handler.handle(args)
         import mpmath  # third-party, loaded with the handler's stages; every command runs at 30 digits
 
-        with mpmath.workdps(30):
+        with mpmath.workdps(WORKING_DPS):
             return handler.handle(args)
     except SofthardError as e:
         code = getattr(e, "exit_code", EXIT_BAD_INPUT)

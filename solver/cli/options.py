@@ -18,6 +18,8 @@ from ...constructions.parameters import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARC
 
 #: exit status: success; a claim refuted or unknown / a check failed; bad input (one line, no traceback)
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+#: mpmath's working precision (decimal digits) every command runs at (:func:`softhard.solver.cli.main`)
+WORKING_DPS = 30
 
 
 @dataclass

@@ -11,8 +11,8 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 #: width of tables written to a pipe or file (no terminal to fit; COLUMNS still wins)
 PIPE_WIDTH = 160

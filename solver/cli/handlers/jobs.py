@@ -12,9 +12,9 @@ import hashlib
 import itertools
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ....constructions.errors import ParameterError
 from ....constructions.paths import exists, is_dir, is_file

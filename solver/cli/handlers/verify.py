@@ -12,9 +12,17 @@ from importlib import import_module
 from ....bounds.store import set_disk_cache
 from ...certjson import load_certificate
 from ...kinds import verify_certificate
-from ..options import one_line
+from ...replay_memo import deferred_dps
+from ..options import WORKING_DPS, one_line
 from .console import progress
 from .jobs import BATCH, expand_inputs, is_batch
+
+
+#: this handler enters the command line's mpmath precision (:data:`..options.WORKING_DPS`) itself
+#: (:func:`softhard.solver.cli.main`): a batch at once, as every command; one certificate's verify
+#: defers it to where a live replay computes (:func:`softhard.solver.replay_memo.deferred_dps`), so
+#: one served by a replay artefact never loads mpmath (ISSUE 16)
+OWN_PRECISION = True
 
 
 def handle(args) -> int:
@@ -24,9 +32,13 @@ def handle(args) -> int:
         set_disk_cache(False)  # before any derivation (and in each batch job: batch.verify_task)
     files = expand_inputs(args.file, "certificate")
     if is_batch(args, len(files)) or len(args.file) > 1 or files != args.file:
-        return import_module(BATCH).run_verify_batch(args, files)
+        import mpmath  # third-party (the batch runner's stages load it anyway)
+
+        with mpmath.workdps(WORKING_DPS):
+            return import_module(BATCH).run_verify_batch(args, files)
     args.file = files[0]
-    return handle_one(args)
+    with deferred_dps(WORKING_DPS):
+        return handle_one(args)
 
 
 def handle_one(args) -> int:
