@@ -8,14 +8,16 @@ import math
 import re
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
 from rich.console import Console
 
-from softhard.solver.cli import main
+from softhard.solver.cli import build_parsers, main
 from softhard.solver.cli.handlers.certificates import print_float64_premise
+from softhard.solver.cli.options import attach_negative_values, value_options
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 T4 = str(EXAMPLES / "tomita4.ltl")
@@ -419,3 +421,36 @@ def test_float64_premise_line_without_reasons_has_no_dash(reasons, line):
     status = "fails" if reasons else "holds on the searched rows"
     print_float64_premise(con, {"precision": {"float64_premise": {"status": status, "reasons": reasons}}})
     assert con.export_text().startswith(line)
+
+
+#: command lines that end in the parser (help, version, usage errors), for the one-command parser
+PARSE_ONLY = [[], ["--help"], ["--version"], ["nosuch"], ["verify"], ["verify", "--bogus", "x.json"],
+              ["--json", "verify"], ["certify", "--eta", "-1/4", "--tau"], ["verify", "--timeout", "-1", "x.json"],
+              ["-", "verify"], ["--debug", "--", "verify"], ["run", "Y a", "--tau"], ["tracr", "compile", "--help"],
+              *([cmd, "--help"] for cmd in ("run", "bound", "confirm", "certify", "verify", "gap", "hahn", "plot",
+                                            "tracr", "import-torch", "export"))]
+
+
+@pytest.mark.parametrize("argv", PARSE_ONLY, ids=" ".join)
+def test_the_named_commands_parser_alone_prints_what_every_parser_prints(argv):
+    """main builds only the named command's parser (ISSUE 16); every help, version and usage error
+    is what the parse with every command's parser (build_parsers(), as main built it before) prints."""
+    def printed(run):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                rc = run()
+            except SystemExit as e:
+                rc = int(e.code or 0)
+        return rc, out.getvalue(), err.getvalue()
+
+    def every_parser():
+        ap, parsers = build_parsers()
+        args = attach_negative_values(value_options([ap, *parsers.values()]), list(argv))
+        ap.usage_errors.json = "--json" in args
+        ap.parse_args(args)
+        return None  # (not reached: each of these command lines ends in the parser)
+
+    want = printed(every_parser)
+    assert want[0] in (0, 2) and (want[1] or want[2])
+    assert printed(lambda: main(list(argv))) == want

@@ -17,11 +17,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import mpmath
 import pytest
 
 from softhard.bounds import store
 from softhard.constructions.parse import load_spec
-from softhard.solver import replay
+from softhard.solver import replay, replay_memo
 from softhard.solver.certificate import certify
 from softhard.solver.certjson import canonical, compute_hashes
 from softhard.solver.formula_inputs import inputs as formula_inputs
@@ -200,7 +201,7 @@ def _doctored(cert: dict, change) -> None:
     store.save(key, art)
 
 
-@pytest.mark.parametrize("what", ["z3 answer", "z3 timeout", "arb verdict", "missing row"])
+@pytest.mark.parametrize("what", ["z3 answer", "z3 timeout", "arb verdict", "missing row", "a repeat, answered otherwise"])
 def test_a_recorded_answer_that_differs_falls_back_to_the_live_path(t4, what):
     assert fast(t4).ok and replay.ARTEFACT_CHECKED in fast(t4).checked  # warm
 
@@ -214,6 +215,8 @@ def test_a_recorded_answer_that_differs_falls_back_to_the_live_path(t4, what):
             z3.update(answer="unknown", reason="timeout (hard wall-clock kill)")
         elif what == "arb verdict":
             arb["result"][0] = "unknown"
+        elif what == "a repeat, answered otherwise":  # the same query asked again, recorded with another answer
+            rows.append({**z3, "answer": "sat", "n": "2"})
         else:  # a query the recorded output states, not re-run (every row of it)
             rows[:] = [r for r in rows if r.get("z3") != z3["z3"]]
         # and the recorded output edited: never believed once an answer differs
@@ -224,6 +227,48 @@ def test_a_recorded_answer_that_differs_falls_back_to_the_live_path(t4, what):
     assert replay.LIVE_CHECKED in got.checked and replay.ARTEFACT_CHECKED not in got.checked
     assert got.ok and same(got, live(t4))
     assert replay.ARTEFACT_CHECKED in fast(t4).checked  # the live path recorded the genuine artefact again
+
+
+def test_equal_rows_are_rerun_once(t4, monkeypatch):
+    """Rows that repeat a query or check with the same recorded answer are re-run once (ISSUE 16):
+    the transcript twice over takes one live call per distinct row, and still re-runs them all."""
+    assert replay.ARTEFACT_CHECKED in fast(t4).checked  # warm
+    art = store.load(artefact_key("formula", formula_inputs(t4), replay.replay_timeout(t4, None)))
+    rows = art["transcript"] + copy.deepcopy(art["transcript"])
+    distinct = {json.dumps(r, sort_keys=True) for r in rows}
+    calls: list[str] = []
+
+    def counted(f):
+        def run(*a, **kw):
+            calls.append(f.__name__)
+            return f(*a, **kw)
+        run.__name__ = f.__name__
+        return run
+
+    monkeypatch.setattr(replay_memo, "run_z3", counted(replay_memo.run_z3))
+    monkeypatch.setattr(replay_memo, "rerun_row", counted(replay_memo.rerun_row))
+    assert replay_memo.rerun_transcript(art["fresh"], rows)
+    assert len(calls) == len(distinct) < len(rows)
+    assert calls.count("run_z3") == len({json.dumps(r, sort_keys=True) for r in rows if "z3" in r})
+
+
+def test_a_deferred_precision_keys_and_replays_as_mpmaths_working_precision(t4):
+    """verify on the command line defers mpmath's 30 digits to the live replay (a verify served by
+    an artefact never loads mpmath: ISSUE 16); the key is the one computed inside
+    mpmath.workdps(30), and the live replay runs at those digits."""
+    for dps in (15, 30, 50):
+        with mpmath.workdps(dps):
+            assert replay_memo.dps_to_prec(dps) == mpmath.mp.prec
+    with mpmath.workdps(30):
+        want = artefact_key("formula", formula_inputs(t4), 20.0)
+    before = mpmath.mp.prec
+    with replay_memo.deferred_dps(30):
+        assert artefact_key("formula", formula_inputs(t4), 20.0) == want and mpmath.mp.prec == before
+        with replay_memo.working_precision():
+            assert mpmath.mp.dps == 30
+        assert mpmath.mp.prec == before
+    with replay_memo.working_precision():
+        assert mpmath.mp.prec == before
 
 
 def test_a_poisoned_artefact_is_believed_as_the_cache_is(t4):
@@ -282,8 +327,14 @@ def test_a_warm_artefact_verify_loads_no_sympy_networkx_numpy(tmp_path):
     rc, modules, report = _run(["verify", str(cert), "--json"], env)
     assert rc == 0 and report["valid"] and replay.ARTEFACT_CHECKED in report["checked"]
     loaded = {m.split(".")[0] for m in modules}
-    assert not loaded & {"sympy", "networkx", "numpy", "lark", "jsonschema", "rich"}
+    assert not loaded & {"sympy", "networkx", "numpy", "lark", "jsonschema", "rich", "mpmath", "email", "zipfile"}
     assert "softhard.solver.certificate" not in modules and "softhard.solver.replay_memo" in modules
+    assert "importlib.metadata" not in modules and "softhard.installed" in modules
+    # the command line's live verify recorded the artefact under the key of mpmath's 30 digits
+    recorded = json.loads(cert.read_text())
+    with mpmath.workdps(30):
+        key = artefact_key("formula", formula_inputs(recorded), replay.replay_timeout(recorded, None))
+    assert (Path(env["SOFTHARD_CACHE_DIR"]) / "derivations" / key[:2] / f"{key}.json").is_file()
     # an edited copy is refused, on the same warm path (the edit is a derived field's)
     bad = json.loads(cert.read_text())
     bad["claims"][0]["status"] = "refuted"
