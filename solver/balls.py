@@ -19,13 +19,13 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
 import flint
 
 from ..constructions.errors import SolverError
+from .records import Record
 
 #: the tree of the claims' length symbol ``n`` (``sympy.Symbol("n", positive=True)``, solver/encode.py)
 N_TREE = ["Symbol", "n", {"positive": True}]
@@ -171,16 +171,22 @@ def tree_value_at(tree: list, nv: int, prec: int = 256) -> flint.arb:
         flint.ctx.prec = old
 
 
-@dataclass
-class ArbResult:
-    """``status``: proved | refuted | unknown; ``counterexample``: an integer n when refuted."""
+class ArbResult(Record):
+    """``status``: proved | refuted | unknown; ``counterexample``: an integer n when refuted.  (A
+    plain record, :mod:`.records`: no dataclasses on a verify's path.)"""
 
+    FIELDS = ("status", "boxes", "seconds", "counterexample", "value", "reason")
     status: str
     boxes: int
     seconds: float
-    counterexample: int | None = None
-    value: str | None = None
-    reason: str = ""
+    counterexample: int | None
+    value: str | None
+    reason: str
+
+    def __init__(self, status: str, boxes: int, seconds: float, counterexample: int | None = None,
+                 value: str | None = None, reason: str = ""):
+        self.status, self.boxes, self.seconds = status, boxes, seconds
+        self.counterexample, self.value, self.reason = counterexample, value, reason
 
 
 def tree_arb_check(tree: list, eta: Fraction, lo: int, hi: int | None, *, prec: int = 128,

@@ -27,12 +27,12 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..constructions.errors import SofthardError
 from .certjson import canonical, diff, hash_problems, leaves
 from .oracle import ORACLE_LOG
+from .records import FrozenRecord, Record
 from .replay_memo import (Replayed, artefact_key, lookup, record, remember_schema_valid, schema_valid,
                           working_precision)
 from .replay_memo import enabled as memo_enabled
@@ -137,19 +137,26 @@ def unchecked_fields(kind: str) -> tuple[str, ...]:
     return measured_fields(kind) + annotation_fields(kind)
 
 
-@dataclass
-class VerifyReport:
+class VerifyReport(Record):
     """``problems``: ``(json path, message)`` pairs, valid iff empty; ``checked``: what was re-done;
     ``status``: the certificate's stated status; ``seconds``: wall time of the verification;
     ``undecided``: every problem comes from a replay that hit a solver budget (a query's time limit,
     a claim's box or time budget, verify's total budget), nothing was found edited or inconsistent:
-    the certificate could not be re-checked, which is not the same as invalid."""
+    the certificate could not be re-checked, which is not the same as invalid.  (A plain record,
+    :mod:`.records`: no dataclasses on a verify's path.)"""
 
-    problems: list[tuple[str, str]] = field(default_factory=list)
-    checked: list[str] = field(default_factory=list)
-    status: str | None = None
-    seconds: float = 0.0
-    undecided: bool = False
+    FIELDS = ("problems", "checked", "status", "seconds", "undecided")
+    problems: list[tuple[str, str]]
+    checked: list[str]
+    status: str | None
+    seconds: float
+    undecided: bool
+
+    def __init__(self, problems: list[tuple[str, str]] | None = None, checked: list[str] | None = None,
+                 status: str | None = None, seconds: float = 0.0, undecided: bool = False):
+        self.problems = [] if problems is None else problems
+        self.checked = [] if checked is None else checked
+        self.status, self.seconds, self.undecided = status, seconds, undecided
 
     @property
     def ok(self) -> bool:
@@ -170,8 +177,7 @@ class VerifyReport:
                 "checked": self.checked, "undecided": self.undecided, "seconds": round(self.seconds, 6)}
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(FrozenRecord):
     """One kind of certificate (formula, model, tracr, …): how to replay it.
 
     * ``inputs(cert)``: every field the replay reads (source, parameters, searched values and the
@@ -182,12 +188,20 @@ class Kind:
       cannot be rebuilt;
     * ``check_measured(cert, context, report)``: consistency checks of the measured fields against
       each other and the re-derived bounds (optional).
+
+    Immutable and hashable (a frozen record, :mod:`.records`).
     """
 
+    FIELDS = ("name", "inputs", "replay", "check_measured")
     name: str
     inputs: Callable[[dict], object]
     replay: Callable[[dict, float], tuple[dict, object]]
-    check_measured: Callable[[dict, object, VerifyReport], None] | None = None
+    check_measured: Callable[[dict, object, VerifyReport], None] | None
+
+    def __init__(self, name: str, inputs: Callable[[dict], object],
+                 replay: Callable[[dict, float], tuple[dict, object]],
+                 check_measured: Callable[[dict, object, VerifyReport], None] | None = None):
+        self._set(name=name, inputs=inputs, replay=replay, check_measured=check_measured)
 
 
 _REPLAYS: dict[bytes, tuple[dict, object, list]] = {}

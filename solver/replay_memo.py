@@ -35,12 +35,12 @@ import contextvars
 import hashlib
 import sys
 import time
-from dataclasses import dataclass, field
 
 from ..bounds import store
 from ..installed import version as installed_version
 from .balls import rerun_row
 from .certjson import canonical
+from .records import Record
 from .z3proc import run_z3
 
 #: the artefact entry's kind in the derivation cache
@@ -134,19 +134,28 @@ def working_precision():
         yield
 
 
-@dataclass
-class Replayed:
+class Replayed(Record):
     """What verify takes from a replay, whichever path gave it: ``fresh``, the certificate
     re-assembled (without ``hashes``); ``problems``/``checked``, what the kind's measured checks
     reported (``(json path, message)`` pairs, and the lines for :attr:`VerifyReport.checked`);
     ``transcript``, the oracle rows of the live replay and checks (empty on the fast path);
-    ``from_artefact``: True when the oracle calls were re-run from an artefact."""
+    ``from_artefact``: True when the oracle calls were re-run from an artefact.  (A plain record,
+    :mod:`.records`: no dataclasses on a verify's path.)"""
 
+    FIELDS = ("fresh", "problems", "checked", "transcript", "from_artefact")
     fresh: dict
-    problems: list[tuple[str, str]] = field(default_factory=list)
-    checked: list[str] = field(default_factory=list)
-    transcript: list[dict] = field(default_factory=list)
-    from_artefact: bool = False
+    problems: list[tuple[str, str]]
+    checked: list[str]
+    transcript: list[dict]
+    from_artefact: bool
+
+    def __init__(self, fresh: dict, problems: list[tuple[str, str]] | None = None, checked: list[str] | None = None,
+                 transcript: list[dict] | None = None, from_artefact: bool = False):
+        self.fresh = fresh
+        self.problems = [] if problems is None else problems
+        self.checked = [] if checked is None else checked
+        self.transcript = [] if transcript is None else transcript
+        self.from_artefact = from_artefact
 
 
 def _rerun(row: dict) -> bool:

@@ -13,11 +13,11 @@ import itertools
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ....constructions.errors import ParameterError
 from ....constructions.paths import exists, is_dir, is_file
+from ...records import Record
 
 #: the batch runner's module, imported by name only when a command line is a batch (:func:`is_batch`):
 #: it loads :mod:`softhard.solver.distributed` (Dask, :mod:`concurrent.futures`) and rich's tables
@@ -59,17 +59,24 @@ def expand_inputs(items: list[str] | None, kind: str) -> list[str]:
     return out
 
 
-@dataclass
-class Job:
+class Job(Record):
     """One job of a batch: ``args`` is the single-input command's namespace (every grid option a
     scalar); ``label`` the input as shown; ``grid`` the values of the grid options that vary;
-    ``name`` the certificate's stable file name."""
+    ``name`` the certificate's stable file name.  (A plain record, :mod:`softhard.solver.records`:
+    no dataclasses on a verify's path.)"""
 
+    FIELDS = ("index", "args", "label", "grid", "name")
     index: int
     args: argparse.Namespace
     label: str
-    grid: dict[str, object] = field(default_factory=dict)
-    name: str = ""
+    grid: dict[str, object]
+    name: str
+
+    def __init__(self, index: int, args: argparse.Namespace, label: str, grid: dict[str, object] | None = None,
+                 name: str = ""):
+        self.index, self.args, self.label = index, args, label
+        self.grid = {} if grid is None else grid
+        self.name = name
 
 
 def _values(v) -> tuple:
