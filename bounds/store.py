@@ -51,9 +51,12 @@ def fingerprint() -> str:
         h.update(_version("softhard", "0+unknown").encode())
         h.update(_version("sympy", "unknown").encode())
         for d in _SOURCE_DIRS:
-            for p in sorted(d.glob("*.py")) + sorted(d.glob("*.lark")):
-                h.update(p.name.encode())
-                h.update(p.read_bytes())
+            names = os.listdir(d) if d.is_dir() else []
+            for suffix in (".py", ".lark"):  # each folder's *.py, then its *.lark, by name
+                for name in sorted(n for n in names if n.endswith(suffix)):
+                    h.update(name.encode())
+                    with open(os.path.join(d, name), "rb") as fh:
+                        h.update(fh.read())
         _fingerprint.append(h.hexdigest())
     return _fingerprint[0]
 
