@@ -154,11 +154,12 @@ def _files(name: str) -> list[tuple[str, str]] | None:
         rows = list(csv.reader(text.splitlines()))
     except csv.Error as e:
         raise _Unusual(entry) from e
+    base = Path(root, entry).parent  # (importlib.metadata's ``locate_file``: the entry's folder / the path)
     for row in rows:
         if not 1 <= len(row) <= 3:
             raise _Unusual(row)
         rel = PurePosixPath(row[0])
-        out.append((str(rel), str(Path(root, entry).parent / rel)))
+        out.append((str(rel), str(base / rel)))
     return out
 
 
