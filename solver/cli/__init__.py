@@ -19,7 +19,8 @@ Layout: each command has two modules.
   is imported, so such input is refused at once (ISSUE 16).
 * ``cli/handlers/<command>.py`` does the work: ``handle(args) -> int`` (the exit status).  Its
   module-level imports are the pipeline's stages.  :func:`main` imports the chosen command's
-  handler — and only that one — by its dotted name from :data:`COMMANDS`.
+  handler — and only that one — by its dotted name from :data:`COMMANDS`, and adds only that
+  command's arguments to its parser when the parse is the same (:func:`_parsers_for`).
 
 A command with several sources (``run`` and ``certify``: a formula, ``--model FILE`` or
 ``--tracr MODEL``) defines all of them in its one parser; its handler picks the kind.
