@@ -277,6 +277,51 @@ def check_new_certificate(cert: dict) -> None:
     remember_schema_valid(cert, _schema_text())
 
 
+#: the envelope fields in which a certify artefact's certificate differs from the recorded one
+#: (:func:`remember_new_certificate`)
+RENEWED = ("created", "times", "hashes")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def _renewed_like(cert: dict, validated: dict) -> bool:
+    """Whether ``cert`` equals ``validated`` but in :data:`RENEWED`, where it has a string
+    ``created``, an object of finite non-negative numbers ``times`` and hashes of the same layout
+    (the same keys and section names, SHA-256 hex values) — what the schema allows for them."""
+    if {k: v for k, v in cert.items() if k not in RENEWED} != {k: v for k, v in validated.items() if k not in RENEWED}:
+        return False
+    times, new, old = cert.get("times"), cert.get("hashes"), validated.get("hashes")
+    if not (isinstance(cert.get("created"), str) and isinstance(times, dict) and isinstance(new, dict)
+            and isinstance(old, dict)):
+        return False
+    if not all(type(v) in (int, float) and v >= 0 and v != float("inf") for v in times.values()):
+        return False
+    return (new.keys() == old.keys() and new.get("algorithm") == old.get("algorithm")
+            and new.get("scheme") == old.get("scheme") and isinstance(new.get("sections"), dict)
+            and isinstance(old.get("sections"), dict) and new["sections"].keys() == old["sections"].keys()
+            and all(isinstance(v, str) and _HEX64.fullmatch(v) for v in [*new["sections"].values(), new.get("all")]))
+
+
+def remember_new_certificate(cert: dict, validated: dict) -> None:
+    """The schema check of a certificate certify took from an artefact
+    (:func:`softhard.solver.certify_memo.finish`): ``validated`` was made and validated by a live
+    certify (:func:`check_new_certificate`); when ``cert`` differs from it only in the renewed
+    envelope (:func:`_renewed_like`) it is remembered as valid without a validator, otherwise it is
+    validated as :func:`check_new_certificate` does (raising ``RuntimeError`` for a violation)."""
+    if not memo_enabled():
+        return
+    if _renewed_like(cert, validated):
+        remember_schema_valid(cert, _schema_text())
+    else:
+        check_new_certificate(cert)
+
+
+def budget_hit(cert: dict) -> bool:
+    """Whether a claim of ``cert`` (its ``reason``) or a search row (its ``message``) stopped at a
+    budget (:data:`BUDGET_WORDS`: a query's time limit, a claim's box or time budget, verify's
+    total budget): the wall clock decided it, not only the solver's answers."""
+    return _budget_hit(cert)
+
+
 #: what a replay checked (:attr:`VerifyReport.checked`), live or from a recorded artefact
 LIVE_CHECKED = "replayed from source and parameters: every non-measured field re-derived and compared"
 ARTEFACT_CHECKED = ("replayed from a recorded artefact of the same inputs and code: every Z3 query and arb check "
