@@ -46,6 +46,8 @@ KINDS: Mapping[str, Kind] = Registry()
 #: recorded replay artefact instead of rebuilding the construction (softhard.solver.replay_memo)
 INPUT_MODULES: dict[str, tuple[str, str]] = {
     "formula": ("softhard.solver.formula_inputs", "inputs"),
+    "model": ("softhard.solver.model_inputs", "inputs"),
+    "tracr": ("softhard.solver.tracr_inputs", "inputs"),
 }
 
 

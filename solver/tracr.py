@@ -50,6 +50,8 @@ from .claims import graph_data, parse_frac
 from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport
 from .tracr_analysis import Analysis, analyse, check_source, fd, model_info
 from .tracr_answers import SEARCH_METHOD, answers, search_values
+from .tracr_inputs import inputs
+from .tracr_inputs import stated as stated_values
 from .tracr_numeric import check_numeric, confirm_all_words, confirm_examples, examples_ok
 
 __all__ = ["TRACR", "analyse", "assemble", "certify_tracr", "check_measured", "confirm_all_words", "confirm_examples",
@@ -317,14 +319,6 @@ def _analysis(doc: dict, info: dict, params: dict) -> Analysis:
     return _remember(_ANALYSES, key, an)
 
 
-def _stated(cert: dict) -> dict:
-    return {k: v for k, v in cert["search"].items() if k != "method"}
-
-
-def _inputs(cert: dict) -> object:
-    return [cert["source"], _stated(cert)]
-
-
 def replay(cert: dict, timeout_s: float) -> tuple[dict, Analysis]:
     """Re-assemble a Tracr certificate from its embedded model document, export metadata,
     parameters and stated values (module docstring); returns it (``source`` and ``numeric`` as
@@ -335,7 +329,7 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, Analysis]:
     doc, info, params = src["model"], src["tracr"], src["parameters"]
     if doc_sha256(doc) != src["model_sha256"]:
         raise CertificateError("source.model_sha256: the embedded model does not match it", path="source.model_sha256")
-    stated = _stated(cert)
+    stated = stated_values(cert)
     key = canonical([doc, _replayed_info(info), params, stated, timeout_s])
     if key not in _CORES:
         an = _analysis(doc, info, params)
@@ -360,4 +354,4 @@ def check_measured(cert: dict, an: Analysis, rep: VerifyReport) -> None:
 
 
 #: the Tracr kind in the registry (:mod:`softhard.solver.kinds`)
-TRACR = Kind(name="tracr", inputs=_inputs, replay=replay, check_measured=check_measured)
+TRACR = Kind(name="tracr", inputs=inputs, replay=replay, check_measured=check_measured)
