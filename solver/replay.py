@@ -447,7 +447,7 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
             rep.problems.extend(got.problems)
             rep.checked.extend(got.checked)
             rep.undecided = budget and len(rep.problems) == len(probs)
-            if key is not None and not rep.problems and not hashes and not _budget_hit(fresh):
+            if key is not None and not got.from_artefact and not rep.problems and not hashes and not _budget_hit(fresh):
                 record(key, got)  # a valid certificate's live replay: the artefact of its inputs
     rep.problems.extend(hashes)
     rep.undecided = rep.undecided and not hashes
