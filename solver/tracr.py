@@ -47,6 +47,7 @@ from .certificate import envelope
 from .certjson import canonical
 from .check import ProofCache
 from .claims import graph_data, parse_frac
+from .oracle import ORACLE_LOG, note_answer
 from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport
 from .tracr_analysis import Analysis, analyse, check_source, fd, model_info
 from .tracr_answers import SEARCH_METHOD, answers, search_values
@@ -281,7 +282,7 @@ def assemble_uncertifiable(hm: HardModel, info: dict, doc: dict, params: dict, o
 
 
 _ANALYSES: dict[bytes, Analysis] = {}
-_CORES: dict[bytes, tuple[dict, Analysis]] = {}
+_CORES: dict[bytes, tuple[dict, Analysis, list]] = {}
 _CACHE_SIZE = 8
 
 
@@ -333,12 +334,21 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, Analysis]:
     key = canonical([doc, _replayed_info(info), params, stated, timeout_s])
     if key not in _CORES:
         an = _analysis(doc, info, params)
-        if isinstance(an, tuple):  # the same uncovered part: the same certificate, no claims
-            core = assemble_uncertifiable(an[0], info, doc, params, an[1])
-        else:
-            core = assemble(an, doc, params, stated, proofs=ProofCache(), timeout_s=timeout_s)
-        _remember(_CORES, key, (core, an))
-    core, an = _CORES[key]
+        rows: list = []  # the oracle calls the core rests on (softhard.solver.oracle), kept with it
+        token = ORACLE_LOG.set(rows)
+        try:
+            if isinstance(an, tuple):  # the same uncovered part: the same certificate, no claims
+                core = assemble_uncertifiable(an[0], info, doc, params, an[1])
+            else:
+                core = assemble(an, doc, params, stated, proofs=ProofCache(), timeout_s=timeout_s)
+        finally:
+            ORACLE_LOG.reset(token)
+        _remember(_CORES, key, (core, an, rows))
+    core, an, rows = _CORES[key]
+    # a replay served from the memo states the oracle calls its core was computed from: a replay
+    # artefact recorded from it holds its whole transcript (softhard.solver.replay_memo)
+    for row in rows:
+        note_answer(row)
     return {**core, "source": src, "numeric": cert.get("numeric")}, an  # inputs and measured: as stored
 
 
