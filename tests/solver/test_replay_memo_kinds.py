@@ -29,7 +29,7 @@ from softhard.solver.kinds import FAST_INPUTS, KINDS, verify_certificate
 from softhard.solver.models import build_model_construction, certify_model
 from softhard.solver.replay_memo import artefact_key
 from softhard.solver.tracr import certify_tracr
-from tamper import _edited, _nodes, section_edits
+from tamper import _edited, _nodes
 
 ROOT = Path(__file__).resolve().parents[2]
 #: a small numeric plan: the measured section exists (its checks run), at little cost
@@ -153,6 +153,34 @@ def test_the_artefact_gives_the_live_report(certs, kind):
         assert (replay.ARTEFACT_CHECKED in got.checked) == served, what
 
 
+def _leaf_edits(cert: dict, where: tuple):
+    """``(path, edited copy)`` for every leaf under ``cert[where...]`` changed and every key/item
+    there deleted (tests/tamper.py's edits; only that part copied: the key reads nothing else)."""
+    part = cert
+    for k in where:
+        part = part[k]
+    for path, v in _nodes(part):
+        if not path:
+            continue
+        for what in ("changed", "deleted"):
+            if what == "changed" and isinstance(v, (dict, list)) and v:
+                continue
+            edited = copy.deepcopy(part)
+            parent = edited
+            for k in path[:-1]:
+                parent = parent[k]
+            if what == "deleted":
+                del parent[path[-1]]
+            else:
+                parent[path[-1]] = _edited(v)
+            c2 = dict(cert)
+            target = c2
+            for k in where[:-1]:
+                target[k] = target = (list if isinstance(target[k], list) else dict)(target[k])
+            target[where[-1]] = edited
+            yield where + path, c2
+
+
 @pytest.mark.parametrize("kind", ["model", "tracr"])
 def test_the_key_covers_every_measured_field_the_checks_read(certs, kind, monkeypatch):
     """The recorded measured-check result is reused only under the same key: every edit of the
@@ -163,21 +191,22 @@ def test_the_key_covers_every_measured_field_the_checks_read(certs, kind, monkey
     cert = certs[kind]
     assert KINDS[kind].inputs is FAST_INPUTS[kind]
     base = _key(cert)
-    n = 0
-    for where, what, c2 in section_edits(cert, "numeric"):
-        assert _key(c2) != base, (where, what)
-        n += 1
-    assert n > 40
-    if kind == "model":
-        row = cert["search"]["per_bound"][0]
-        others = [("rounds",), ("empirical",)] + [("empirical", k) for k in row["empirical"] or {}]
-        for path in others:
+    edits = list(_leaf_edits(cert, ("numeric",)))
+    if kind == "model":  # the search row's measured fields and certified value, the 1/τ the checks read
+        for path in (("search", "per_bound", 0, "rounds"), ("search", "per_bound", 0, "empirical"),
+                     ("search", "per_bound", 0, "inv_tau_certified"), ("construction", "inv_tau")):
             c2 = copy.deepcopy(cert)
-            target = c2["search"]["per_bound"][0]
+            parent = c2
             for k in path[:-1]:
-                target = target[k]
-            target[path[-1]] = "edited"
-            assert _key(c2) != base, path
+                parent = parent[k]
+            parent[path[-1]] = _edited(parent[path[-1]])
+            edits.append((path, c2))
+    else:
+        edits += list(_leaf_edits(cert, ("source", "tracr", "examples")))
+    assert len(edits) > 80
+    for path, c2 in edits:
+        assert _key(c2) != base, path
+    if kind == "model":
         monkeypatch.setattr(model_inputs, "VERIFY_EXHAUSTIVE_LIMIT", 1000)
         assert _key(cert) != base
         monkeypatch.undo()
@@ -186,19 +215,6 @@ def test_the_key_covers_every_measured_field_the_checks_read(certs, kind, monkey
             assert _key(cert) != base
         finally:
             gap_tasks.TASK_WORKERS.reset(token)
-    else:
-        n = 0
-        for path, v in _nodes(cert["source"]["tracr"]["examples"]):
-            if isinstance(v, (dict, list)) and v:
-                continue
-            c2 = copy.deepcopy(cert)
-            parent = c2["source"]["tracr"]["examples"]
-            for k in path[:-1]:
-                parent = parent[k]
-            parent[path[-1]] = _edited(v)
-            assert _key(c2) != base, path
-            n += 1
-        assert n > 10
     c2 = copy.deepcopy(cert)
     c2["created"], c2["tool"]["z3-solver"] = "then", "0"
     c2["times"] = {k: 1e9 for k in c2["times"]}
