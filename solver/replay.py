@@ -358,8 +358,8 @@ def replay_timeout(cert: dict, timeout_s: float | None) -> float:
     return DEFAULT_TIMEOUT_S
 
 
-#: id of a memoised replay's certificate (alive in _REPLAYS) -> :func:`_budget_hit` of it
-_BUDGET_HITS: dict[int, bool] = {}
+#: id of a memoised replay's certificate (alive in _REPLAYS or _ARTEFACTS) -> (it, :func:`_budget_hit` of it)
+_BUDGET_HITS: dict[int, tuple[dict, bool]] = {}
 
 
 _NODE_COPY = re.compile(r"^nodes\[(\d+)\]\.numeric(\.|$)")
@@ -411,16 +411,18 @@ def _only_stopped_claims(body: dict, probs: list[tuple[str, str]]) -> bool:
 
 def _budget_hit(fresh: dict) -> bool:
     """Whether a re-run claim of ``fresh`` stopped at a budget (memoised for the replays kept in
-    :data:`_REPLAYS`: every verify of an edited copy of one certificate shares its replay)."""
-    memo = any(r[0] is fresh for r in _REPLAYS.values())
-    if memo and id(fresh) in _BUDGET_HITS:
-        return _BUDGET_HITS[id(fresh)]
+    :data:`_REPLAYS` and :data:`_ARTEFACTS`: every verify of an edited copy of one certificate
+    shares its replay)."""
+    memo = any(r[0] is fresh for r in _REPLAYS.values()) or any(a.fresh is fresh for a in _ARTEFACTS.values())
+    known = _BUDGET_HITS.get(id(fresh))
+    if memo and known is not None and known[0] is fresh:  # (the very object: an id is reused once freed)
+        return known[1]
     # a claim's reason, or a search row's message (the re-check of a found value states its proof's
     # reason there: "not proved at the stated value (verify time budget exhausted ...)")
     hit = any(isinstance(v, str) and p and (p[-1] == "reason" or (p[0] == "search" and p[-1] == "message"))
               and any(w in v for w in BUDGET_WORDS) for p, v in leaves(fresh))
     if memo:
-        _BUDGET_HITS[id(fresh)] = hit
+        _BUDGET_HITS[id(fresh)] = (fresh, hit)
     return hit
 
 
@@ -492,7 +494,7 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
             rep.problems.extend(got.problems)
             rep.checked.extend(got.checked)
             rep.undecided = budget and len(rep.problems) == len(probs)
-            if key is not None and not rep.problems and not hashes and not _budget_hit(fresh):
+            if key is not None and not got.from_artefact and not rep.problems and not hashes and not _budget_hit(fresh):
                 record(key, got)  # a valid certificate's live replay: the artefact of its inputs
     rep.problems.extend(hashes)
     rep.undecided = rep.undecided and not hashes
@@ -527,6 +529,6 @@ def _fast(fast_inputs: Mapping[str, Callable[[dict], object]] | None, name: str,
         if got is None:
             return None, key
         if len(_ARTEFACTS) >= _REPLAY_CACHE:
-            _ARTEFACTS.pop(next(iter(_ARTEFACTS)))
+            _BUDGET_HITS.pop(id(_ARTEFACTS.pop(next(iter(_ARTEFACTS))).fresh), None)
         _ARTEFACTS[key] = got
     return _ARTEFACTS[key], key
