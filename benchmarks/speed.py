@@ -22,6 +22,11 @@ per position per selection head.
     python benchmarks/speed.py --rev e975ad7 --repeat 3 --json benchmarks/speed.json
     python benchmarks/speed.py --rows help verify       # a subset of the rows
     python benchmarks/speed.py --cold                   # the new side without the derivation cache
+    python benchmarks/speed.py --live-certify           # the new side's certify rows live (no certify artefact)
+
+The certify rows of the new side are certify artefacts (docs/certificates.md) from the second run of
+a job on: the table says per row how many of its runs were; ``--live-certify`` measures a new job's
+certify instead.
 
 Two rows beyond the issue's table, ``verify_tracr`` and ``verify_model``, verify the certificates
 their certify rows wrote (against verify's goal ratio, 7×).
@@ -135,6 +140,15 @@ def baseline(rev: str, cache: Path) -> tuple[Path, Path]:
 # measuring
 
 
+def from_artefact(path: Path) -> bool:
+    """Whether the certificate at ``path`` came from a certify artefact (its ``times`` has
+    ``artefact_s``: docs/certificates.md, "Certify artefacts"); False for a missing or unreadable file."""
+    try:
+        return "artefact_s" in json.loads(path.read_text())["times"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
 def cpu_of(argv: list[str], cwd: Path, timeout: float, env: dict | None = None) -> tuple[float | None, int, str]:
     """CPU seconds (user + system, children included) of one child run, its exit status and the
     tail of its output; ``None`` seconds when it was killed at ``timeout``."""
@@ -160,6 +174,9 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write every measurement here")
     ap.add_argument("--cold", action="store_true",
                     help="run the new side with SOFTHARD_CACHE=0 (no on-disk derivation cache: every derivation live)")
+    ap.add_argument("--live-certify", action="store_true",
+                    help="run the new side with SOFTHARD_CERTIFY_ARTEFACTS=0: every certify live (a new job), the "
+                         "derivation cache and verify's replay artefacts still on")
     ap.add_argument("--kernel-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.kernel_worker:
@@ -177,12 +194,15 @@ def main() -> None:
     for tree, bindir in sides.values():
         subprocess.run([str(bindir / "python"), "-m", "compileall", "-q", str(tree / "bounds"), str(tree / "constructions"),
                         str(tree / "solver"), str(tree / "softhard")], env=env, capture_output=True, check=True)
-    envs = {"base": env, "new": dict(env, SOFTHARD_CACHE="0") if args.cold else env}
+    new_env = dict(env, SOFTHARD_CACHE="0") if args.cold else dict(env)
+    if args.live_certify:
+        new_env["SOFTHARD_CERTIFY_ARTEFACTS"] = "0"
+    envs = {"base": env, "new": new_env}
     rows = [r for r in ROWS if r[0] in args.rows]
     for v, c in (("verify", "certify_tomita4"), ("verify_tracr", "certify_tracr"), ("verify_model", "certify_model")):
         if v in args.rows and c not in args.rows:  # a verify row needs its certificate
             rows.insert(rows.index(next(r for r in rows if r[0] == v)), next(r for r in ROWS if r[0] == c))
-    res: dict = {k: {"base": [], "new": [], "exit": {"base": [], "new": []}} for k, _, _ in rows}
+    res: dict = {k: {"base": [], "new": [], "exit": {"base": [], "new": []}, "from_artefact": []} for k, _, _ in rows}
     for rep in range(args.repeat):
         order = ("base", "new") if rep % 2 == 0 else ("new", "base")
         for key, argv, _ in rows:
@@ -198,6 +218,8 @@ def main() -> None:
                 else:
                     cmd = [str(bindir / "softhard")] + [a.format(out=odir) for a in argv]
                     val, rc, text = cpu_of(cmd, tree, args.timeout, envs[side])
+                    if side == "new" and "-o" in argv:  # a certify: did it come from a certify artefact?
+                        res[key]["from_artefact"].append(from_artefact(Path(argv[argv.index("-o") + 1].format(out=odir))))
                 if rc not in (0, 1):
                     print(f"{key} [{side}] exit {rc}: {text}", file=sys.stderr)
                 res[key][side].append(val)
@@ -209,7 +231,8 @@ def main() -> None:
         xs = [x for x in xs if x is not None]
         return statistics.median(xs) if xs else None
 
-    print(f"\nbaseline {args.rev} vs {ROOT.name} (HEAD{', derivation cache off' if args.cold else ''}), "
+    print(f"\nbaseline {args.rev} vs {ROOT.name} (HEAD{', derivation cache off' if args.cold else ''}"
+          f"{', certify artefacts off' if args.live_certify else ''}), "
           f"{args.repeat} interleaved repeats, CPU medians; "
           f"load average at end {os.getloadavg()[0]:.2f}\n")
     print("| row | base | new | base/new | goal | met |")
@@ -222,10 +245,14 @@ def main() -> None:
         fmt = (lambda v: "killed" if v is None else (f"{v:.1f} {unit}" if unit == "ns" else f"{v:.2f} {unit}"))
         met = ratio is not None and ratio >= goal
         summary[key] = {"base": b, "new": n, "ratio": ratio, "goal": goal, "met": met}
-        print(f"| {key} | {fmt(b)} | {fmt(n)} | {'—' if ratio is None else f'{ratio:.2f}×'} | ≥ {goal}× | "
+        hits = res[key]["from_artefact"]
+        note = f" ({sum(hits)} of {len(hits)} from a certify artefact)" if hits else ""
+        summary[key]["from_artefact"] = hits
+        print(f"| {key}{note} | {fmt(b)} | {fmt(n)} | {'—' if ratio is None else f'{ratio:.2f}×'} | ≥ {goal}× | "
               f"{'**met**' if met else 'missed'} |")
     if args.json:
-        args.json.write_text(json.dumps({"rev": args.rev, "repeat": args.repeat, "cold": args.cold, "kernel_n": args.kernel_n,
+        args.json.write_text(json.dumps({"rev": args.rev, "repeat": args.repeat, "cold": args.cold,
+                                         "live_certify": args.live_certify, "kernel_n": args.kernel_n,
                                          "machine": {"nproc": os.cpu_count(), "python": platform.python_version()},
                                          "load_avg_at_end": os.getloadavg()[0], "summary": summary, "raw": res},
                                         indent=1) + "\n")

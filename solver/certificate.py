@@ -526,8 +526,10 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, Construction]:
 def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
     """Consistency of the measured fields (docs/certificates.md, "Measured fields"): the numeric
     section (:func:`~softhard.solver.formula_numeric.check_nodes`; for a formula also
-    :func:`~softhard.solver.formula_numeric.check_plan` and the fixed texts), each search row's
-    ``rounds`` (1..:data:`SEARCH_TRIES` for a found value), and each empirical minimum: its length
+    :func:`~softhard.solver.formula_numeric.check_plan` and the fixed texts), the search rows' order
+    (one per bound, in the search's order), each search row's ``rounds`` (1..:data:`SEARCH_TRIES` for
+    a found value), whether it has an empirical minimum (exactly for a found τ of a head with a key,
+    no schedule), and each empirical minimum: its length
     (the binding one capped at :data:`EMPIRICAL_N_CAP`), its run count, its fixed description, and
     against its certified value (ratio; the certified value at the empirical length meets the bound
     there in ball arithmetic; certified ≥ empirical)."""
@@ -544,14 +546,24 @@ def check_measured(cert: dict, c: Construction, rep: VerifyReport) -> None:
     if srch is None:
         return
     rng = cert["range"]
-    tgs = {tg.nb.node: tg for tg in targets(c, rng["n_min"], rng["n_max"], rng["all_n"],
-                                            ("tau",) + tuple(srch.get("params") or {}))}
+    tlist = targets(c, rng["n_min"], rng["n_max"], rng["all_n"], ("tau",) + tuple(srch.get("params") or {}))
+    order = [tg.nb.node for tg in tlist]
+    tgs = {tg.nb.node: tg for tg in tlist}
+    rows = [r["node"] for r in srch["per_bound"]]
+    if rows != [nd for nd in order if nd in rows] or len(set(rows)) != len(rows):
+        rep.add("search.per_bound", f"rows for {rows}: the search makes one row per bound, in the order {order}")
     for i, r in enumerate(srch["per_bound"]):
         e, tg = r.get("empirical"), tgs.get(r["node"])
         where = f"search.per_bound[{i}].empirical"
         rounds = r["rounds"]
         if r.get("inv_tau_certified") is not None and not (isinstance(rounds, int) and 1 <= rounds <= SEARCH_TRIES):
             rep.add(f"search.per_bound[{i}].rounds", f"{rounds!r}: a found value takes 1 to {SEARCH_TRIES} rounds")
+        if tg is not None:  # the search runs an empirical minimum exactly for a found τ of a head with a key
+            key = c.graph.nodes[tg.nb.node].get("key") if tg.nb.node in c.graph else None
+            runs = key is not None and r.get("inv_tau_certified") is not None and c.params.schedule is None
+            if runs != (e is not None):
+                rep.add(where, "is null, but the search measures an empirical minimum for this row" if runs else
+                        "is recorded, but the search measures no empirical minimum for this row")
         if e is None or tg is None:
             continue
         n_emp = EMPIRICAL_N_CAP if rng["all_n"] else min(rng["n_max"], EMPIRICAL_N_CAP)

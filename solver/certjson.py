@@ -25,6 +25,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -81,6 +82,20 @@ def _no_constant(name: str):
     raise CertificateError(f"{name} is not JSON (certificates are strict JSON: no NaN or Infinity)")
 
 
+def _finite(text: str) -> float:
+    """A JSON number with a fraction or exponent as a float; one beyond float range (``1e999``,
+    which Python reads as infinity) is refused: strict JSON holds no infinity."""
+    v = float(text)
+    if not math.isfinite(v):
+        raise CertificateError(f"the number {text[:40]} is beyond float range (certificates are strict JSON: no "
+                               "infinity)")
+    return v
+
+
+#: a ``\u`` escape of a UTF-16 surrogate: JSON text may pair them; a lone one is no character
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def _nesting_within(obj, limit: int) -> bool:
     """Whether the containers of a parsed JSON value nest at most ``limit`` deep (a top-level
     container is depth 1): for valid JSON, the bracket depth :func:`_depth_ok` scans for."""
@@ -98,15 +113,15 @@ def loads(text: str, where: str = "<certificate>") -> object:
     """Parse ``text`` as strict JSON (module docstring).  Raises :class:`CertificateError` with one
     line ``where[:line:col]: what``.
 
-    Strict JSON within the depth limit — every certificate verify reads — is parsed first and its
-    nesting checked on the parsed value (ISSUE 16: the character scan :func:`_depth_ok` is ~3 ms of
-    a 30 kB certificate); any other text is checked as before: its nesting, then its strictness, the
-    first violation named."""
+    Strict JSON within the depth limit and without surrogate escapes — every certificate verify
+    reads — is parsed first and its nesting checked on the parsed value (ISSUE 16: the character
+    scan :func:`_depth_ok` is ~3 ms of a 30 kB certificate); any other text is checked as before:
+    its nesting, then its strictness, the first violation named."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise CertificateError(f"{where}: larger than {MAX_BYTES} bytes, the most a certificate may have")
     try:
-        obj = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-        if _nesting_within(obj, MAX_DEPTH):
+        obj = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_float=_finite)
+        if _nesting_within(obj, MAX_DEPTH) and not _SURROGATE_ESCAPE.search(text):
             return obj
     except (ValueError, CertificateError, RecursionError):
         pass
@@ -116,11 +131,18 @@ def loads(text: str, where: str = "<certificate>") -> object:
         col = off - (text.rfind("\n", 0, off) + 1) + 1
         raise CertificateError(f"{where}:{line}:{col}: nested deeper than {MAX_DEPTH} levels")
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        obj = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as e:
         raise CertificateError(f"{where}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})") from None
     except CertificateError as e:
         raise CertificateError(f"{where}: {e}") from None
+    if _SURROGATE_ESCAPE.search(text):  # (rare: only then is every string encoded once more)
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise CertificateError(f"{where}: a string holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff): "
+                                   "no character, so not text") from None
+    return obj
 
 
 def load_certificate(path: str | os.PathLike) -> dict:

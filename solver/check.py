@@ -207,10 +207,14 @@ def check_claim(claim: Claim, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_boxes
     if status == "refuted" and minimise and cex is not None and cex > claim.n_lo:
         # smallest violating n: bisection on "no violation in [n_lo, m]"
         lo_, hi_ = claim.n_lo, cex  # a violation at hi_; none known below lo_
-        while lo_ < hi_ and time.perf_counter() < deadline:
+        stop = ""  # why the bisection stopped early: the claim's time limit, or a sub-range's own reason
+        while lo_ < hi_:
+            if time.perf_counter() >= deadline:
+                stop = "time limit reached"
+                break
             m = (lo_ + hi_) // 2
-            st, _, c2, v2 = _z3_ranges(claim, claim.n_lo, m, runs, timeout_s=timeout_s, max_boxes=max_boxes,
-                                       deadline=deadline)
+            st, why, c2, v2 = _z3_ranges(claim, claim.n_lo, m, runs, timeout_s=timeout_s, max_boxes=max_boxes,
+                                         deadline=deadline)
             if st == "proved":
                 lo_ = m + 1
             elif st == "refuted":
@@ -218,9 +222,12 @@ def check_claim(claim: Claim, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_boxes
                 if c2 is not None and c2 <= m:
                     hi_ = c2
             else:
+                stop = why
                 break
         if lo_ < hi_:
-            reason = f"a violation at n = {cex}; smaller violations not excluded below it"
+            # the reason names what stopped it (a time limit, a Z3 timeout, a box budget): a replay that
+            # stops elsewhere is then "could not re-check", never an edit (solver/replay.py BUDGET_WORDS)
+            reason = f"a violation at n = {cex}; smaller violations not excluded below it ({stop})"
     res = ClaimResult(claim=claim, status=status, queries=runs, reason=reason, counterexample=cex, value=val)
     if second_check:
         ar = arb_check(claim.expr, claim.eta, claim.n_lo, claim.n_hi,

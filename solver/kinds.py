@@ -46,6 +46,8 @@ KINDS: Mapping[str, Kind] = Registry()
 #: recorded replay artefact instead of rebuilding the construction (softhard.solver.replay_memo)
 INPUT_MODULES: dict[str, tuple[str, str]] = {
     "formula": ("softhard.solver.formula_inputs", "inputs"),
+    "model": ("softhard.solver.model_inputs", "inputs"),
+    "tracr": ("softhard.solver.tracr_inputs", "inputs"),
 }
 
 
@@ -76,7 +78,7 @@ def verify_certificate(cert: dict, *, timeout_s: float | None = None, budget_s: 
     field except the measured ones re-derived and compared, problems named by JSON path.  Never
     raises for a bad certificate.  ``timeout_s``: hard limit per re-run solver query (None: the
     certificate's own ``solver.timeout_s``, 20 s without it); ``budget_s``:
-    total time for re-proving claims.  A formula certificate whose replay was recorded (a replay
+    total time for re-proving claims.  A certificate whose replay was recorded (a replay
     artefact in the derivation cache, :mod:`softhard.solver.replay_memo`) is verified by re-running
     every recorded oracle call live, without rebuilding the construction: the same report."""
     return verify(cert, KINDS, timeout_s=timeout_s, budget_s=budget_s, fast_inputs=FAST_INPUTS)

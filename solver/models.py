@@ -53,7 +53,6 @@ from ..bounds.core import Bound, epsilon as epsilon_sym
 from ..bounds.params import Params
 from ..bounds.derive import NodeBound
 from ..constructions.errors import CertificateError, NotSimulable, ParameterError, RepresentationError
-from ..constructions.gap_tasks import TASK_WORKERS
 from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS, GapReport,
                                   analyse_gaps)
 from ..constructions.tie_breaks import TieBreak, plan_tie_breaks, same_hard_outputs, tie_break
@@ -64,21 +63,13 @@ from ..constructions.parameters import to_count, to_fraction, to_seconds
 from . import certificate
 from .check import ProofCache
 from .claims import frac_str, parse_frac
+from .model_inputs import (REPORT_FIELDS, VERIFY_EXHAUSTIVE_LIMIT, inputs, search_rows, searched_reports,
+                           verify_exhaustive_limit)
 from .model_numeric import check_numeric, model_families, model_plan, observe_model
 from .model_recheck import recheck_report
 from .pipeline import Construction
 from .precision import model_float64_premise
 from .replay import Kind, VerifyReport
-
-#: most words an exhaustive premise may cover for ``verify`` to re-run the enumeration
-VERIFY_EXHAUSTIVE_LIMIT = 1_000_000
-
-
-def verify_exhaustive_limit() -> int:
-    """The most words verify re-enumerates here: :data:`VERIFY_EXHAUSTIVE_LIMIT` per worker of the
-    open Dask cluster (``--workers``/``--scheduler``; 1 without one: gap_tasks.TASK_WORKERS)."""
-    return VERIFY_EXHAUSTIVE_LIMIT * TASK_WORKERS.get()
-
 
 def check_exhaustive_limit(limit: int, consequence: str,
                            cap_is: str = "the most words 'softhard verify' re-enumerates (with the same --workers)"
@@ -257,10 +248,6 @@ def build_model_construction(spec: ModelSpec, *, n_max: int, epsilon, tie_break_
 # --------------------------------------------------------------------------------------------
 # searched premises: the stored values, re-evaluated exactly at their attaining inputs
 
-#: where a certificate stores the gap reports (``analysis.<field>``)
-REPORT_FIELDS = {"final": "gap_report", "before": "gap_report_before_tie_break"}
-
-
 # --------------------------------------------------------------------------------------------
 # the certificate's model sections (derived) and assemble
 
@@ -429,29 +416,15 @@ def certify_model(c: Construction, an: ModelAnalysis, *, n_max: int, n_lo: int =
 # replay (verify)
 
 
-def _searched_inputs(cert: dict) -> dict | None:
-    """The stored searched reports when the premises are searched (None: exhaustive, re-run)."""
-    an = cert["analysis"]
-    if an["options"]["method"] == "exhaustive":
-        return None
-    return {k: an[f] for k, f in REPORT_FIELDS.items()}
-
-
 def _found(cert: dict) -> list[dict] | None:
-    """The τ search's rows (the certified values and their measured logs), None for a given τ."""
+    """The τ search's rows (:func:`~softhard.solver.model_inputs.search_rows`: the certified values
+    and their measured logs), None for a given τ; raises :class:`CertificateError` for rows that
+    are not a list of objects."""
     srch = cert.get("search")
-    if srch is None:
-        return None
-    if not isinstance(srch.get("per_bound"), list) or not all(isinstance(r, dict) for r in srch["per_bound"]):
+    if srch is not None and (not isinstance(srch.get("per_bound"), list)
+                             or not all(isinstance(r, dict) for r in srch["per_bound"])):
         raise CertificateError("search.per_bound: missing or not a list of rows", path="search.per_bound")
-    return [{k: r.get(k) for k in ("node", "inv_tau_certified", "rounds", "empirical")} for r in srch["per_bound"]]
-
-
-def _inputs(cert: dict) -> object:
-    src = cert["source"]
-    return [src.get("model"), src.get("model_sha256"), src.get("file"), src.get("file_sha256"), src.get("n_max"),
-            src.get("epsilon"), cert["analysis"]["options"], _searched_inputs(cert), cert["range"], _found(cert),
-            cert["construction"]["inv_tau"] if cert.get("search") is None else None, cert.get("numeric")]
+    return search_rows(cert)
 
 
 def _positive_int(x, where: str) -> int:
@@ -493,7 +466,7 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, tuple[Construction, Mode
     # tie-break "auto": a certificate made with "off" has no UHA tie (a tie is gap 0: not
     # simulable), so "auto" plans no tie-break for it either
     c, an = build_model_construction(spec, n_max=n_max, epsilon=epsilon, method=method,
-                                     searched=_searched_inputs(cert), **opts)
+                                     searched=searched_reports(cert), **opts)
     c.source.update(file=src.get("file"), file_sha256=src.get("file_sha256"))  # provenance, copied
     found = _found(cert)
     if found is not None:
@@ -524,4 +497,4 @@ def check_measured(cert: dict, ctx: tuple[Construction, ModelAnalysis], rep: Ver
 
 
 #: the model-file kind in the registry (:mod:`softhard.solver.kinds`)
-MODEL = Kind(name="model", inputs=_inputs, replay=replay, check_measured=check_measured)
+MODEL = Kind(name="model", inputs=inputs, replay=replay, check_measured=check_measured)

@@ -307,6 +307,51 @@ def check_new_certificate(cert: dict) -> None:
     remember_schema_valid(cert, _schema_text())
 
 
+#: the envelope fields in which a certify artefact's certificate differs from the recorded one
+#: (:func:`remember_new_certificate`)
+RENEWED = ("created", "times", "hashes")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def _renewed_like(cert: dict, validated: dict) -> bool:
+    """Whether ``cert`` equals ``validated`` but in :data:`RENEWED`, where it has a string
+    ``created``, an object of finite non-negative numbers ``times`` and hashes of the same layout
+    (the same keys and section names, SHA-256 hex values) — what the schema allows for them."""
+    if {k: v for k, v in cert.items() if k not in RENEWED} != {k: v for k, v in validated.items() if k not in RENEWED}:
+        return False
+    times, new, old = cert.get("times"), cert.get("hashes"), validated.get("hashes")
+    if not (isinstance(cert.get("created"), str) and isinstance(times, dict) and isinstance(new, dict)
+            and isinstance(old, dict)):
+        return False
+    if not all(type(v) in (int, float) and v >= 0 and v != float("inf") for v in times.values()):
+        return False
+    return (new.keys() == old.keys() and new.get("algorithm") == old.get("algorithm")
+            and new.get("scheme") == old.get("scheme") and isinstance(new.get("sections"), dict)
+            and isinstance(old.get("sections"), dict) and new["sections"].keys() == old["sections"].keys()
+            and all(isinstance(v, str) and _HEX64.fullmatch(v) for v in [*new["sections"].values(), new.get("all")]))
+
+
+def remember_new_certificate(cert: dict, validated: dict) -> None:
+    """The schema check of a certificate certify took from an artefact
+    (:func:`softhard.solver.certify_memo.finish`): ``validated`` was made and validated by a live
+    certify (:func:`check_new_certificate`); when ``cert`` differs from it only in the renewed
+    envelope (:func:`_renewed_like`) it is remembered as valid without a validator, otherwise it is
+    validated as :func:`check_new_certificate` does (raising ``RuntimeError`` for a violation)."""
+    if not memo_enabled():
+        return
+    if _renewed_like(cert, validated):
+        remember_schema_valid(cert, _schema_text())
+    else:
+        check_new_certificate(cert)
+
+
+def budget_hit(cert: dict) -> bool:
+    """Whether a claim of ``cert`` (its ``reason``) or a search row (its ``message``) stopped at a
+    budget (:data:`BUDGET_WORDS`: a query's time limit, a claim's box or time budget, verify's
+    total budget): the wall clock decided it, not only the solver's answers."""
+    return _budget_hit(cert)
+
+
 #: what a replay checked (:attr:`VerifyReport.checked`), live or from a recorded artefact
 LIVE_CHECKED = "replayed from source and parameters: every non-measured field re-derived and compared"
 ARTEFACT_CHECKED = ("replayed from a recorded artefact of the same inputs and code: every Z3 query and arb check "
@@ -343,8 +388,8 @@ def replay_timeout(cert: dict, timeout_s: float | None) -> float:
     return DEFAULT_TIMEOUT_S
 
 
-#: id of a memoised replay's certificate (alive in _REPLAYS) -> :func:`_budget_hit` of it
-_BUDGET_HITS: dict[int, bool] = {}
+#: id of a memoised replay's certificate (alive in _REPLAYS or _ARTEFACTS) -> (it, :func:`_budget_hit` of it)
+_BUDGET_HITS: dict[int, tuple[dict, bool]] = {}
 
 
 _NODE_COPY = re.compile(r"^nodes\[(\d+)\]\.numeric(\.|$)")
@@ -396,16 +441,18 @@ def _only_stopped_claims(body: dict, probs: list[tuple[str, str]]) -> bool:
 
 def _budget_hit(fresh: dict) -> bool:
     """Whether a re-run claim of ``fresh`` stopped at a budget (memoised for the replays kept in
-    :data:`_REPLAYS`: every verify of an edited copy of one certificate shares its replay)."""
-    memo = any(r[0] is fresh for r in _REPLAYS.values())
-    if memo and id(fresh) in _BUDGET_HITS:
-        return _BUDGET_HITS[id(fresh)]
+    :data:`_REPLAYS` and :data:`_ARTEFACTS`: every verify of an edited copy of one certificate
+    shares its replay)."""
+    memo = any(r[0] is fresh for r in _REPLAYS.values()) or any(a.fresh is fresh for a in _ARTEFACTS.values())
+    known = _BUDGET_HITS.get(id(fresh))
+    if memo and known is not None and known[0] is fresh:  # (the very object: an id is reused once freed)
+        return known[1]
     # a claim's reason, or a search row's message (the re-check of a found value states its proof's
     # reason there: "not proved at the stated value (verify time budget exhausted ...)")
     hit = any(isinstance(v, str) and p and (p[-1] == "reason" or (p[0] == "search" and p[-1] == "message"))
               and any(w in v for w in BUDGET_WORDS) for p, v in leaves(fresh))
     if memo:
-        _BUDGET_HITS[id(fresh)] = hit
+        _BUDGET_HITS[id(fresh)] = (fresh, hit)
     return hit
 
 
@@ -477,7 +524,7 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
             rep.problems.extend(got.problems)
             rep.checked.extend(got.checked)
             rep.undecided = budget and len(rep.problems) == len(probs)
-            if key is not None and not rep.problems and not hashes and not _budget_hit(fresh):
+            if key is not None and not got.from_artefact and not rep.problems and not hashes and not _budget_hit(fresh):
                 record(key, got)  # a valid certificate's live replay: the artefact of its inputs
     rep.problems.extend(hashes)
     rep.undecided = rep.undecided and not hashes
@@ -512,6 +559,6 @@ def _fast(fast_inputs: Mapping[str, Callable[[dict], object]] | None, name: str,
         if got is None:
             return None, key
         if len(_ARTEFACTS) >= _REPLAY_CACHE:
-            _ARTEFACTS.pop(next(iter(_ARTEFACTS)))
+            _BUDGET_HITS.pop(id(_ARTEFACTS.pop(next(iter(_ARTEFACTS))).fresh), None)
         _ARTEFACTS[key] = got
     return _ARTEFACTS[key], key

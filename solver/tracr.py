@@ -47,9 +47,12 @@ from .certificate import envelope
 from .certjson import canonical
 from .check import ProofCache
 from .claims import graph_data, parse_frac
+from .oracle import ORACLE_LOG, note_answer
 from .replay import SCHEMA, SCHEMA_VERSION, Kind, VerifyReport
 from .tracr_analysis import Analysis, analyse, check_source, fd, model_info
 from .tracr_answers import SEARCH_METHOD, answers, search_values
+from .tracr_inputs import inputs
+from .tracr_inputs import stated as stated_values
 from .tracr_numeric import check_numeric, confirm_all_words, confirm_examples, examples_ok
 
 __all__ = ["TRACR", "analyse", "assemble", "certify_tracr", "check_measured", "confirm_all_words", "confirm_examples",
@@ -279,7 +282,7 @@ def assemble_uncertifiable(hm: HardModel, info: dict, doc: dict, params: dict, o
 
 
 _ANALYSES: dict[bytes, Analysis] = {}
-_CORES: dict[bytes, tuple[dict, Analysis]] = {}
+_CORES: dict[bytes, tuple[dict, Analysis, list]] = {}
 _CACHE_SIZE = 8
 
 
@@ -317,14 +320,6 @@ def _analysis(doc: dict, info: dict, params: dict) -> Analysis:
     return _remember(_ANALYSES, key, an)
 
 
-def _stated(cert: dict) -> dict:
-    return {k: v for k, v in cert["search"].items() if k != "method"}
-
-
-def _inputs(cert: dict) -> object:
-    return [cert["source"], _stated(cert)]
-
-
 def replay(cert: dict, timeout_s: float) -> tuple[dict, Analysis]:
     """Re-assemble a Tracr certificate from its embedded model document, export metadata,
     parameters and stated values (module docstring); returns it (``source`` and ``numeric`` as
@@ -335,16 +330,25 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, Analysis]:
     doc, info, params = src["model"], src["tracr"], src["parameters"]
     if doc_sha256(doc) != src["model_sha256"]:
         raise CertificateError("source.model_sha256: the embedded model does not match it", path="source.model_sha256")
-    stated = _stated(cert)
+    stated = stated_values(cert)
     key = canonical([doc, _replayed_info(info), params, stated, timeout_s])
     if key not in _CORES:
         an = _analysis(doc, info, params)
-        if isinstance(an, tuple):  # the same uncovered part: the same certificate, no claims
-            core = assemble_uncertifiable(an[0], info, doc, params, an[1])
-        else:
-            core = assemble(an, doc, params, stated, proofs=ProofCache(), timeout_s=timeout_s)
-        _remember(_CORES, key, (core, an))
-    core, an = _CORES[key]
+        rows: list = []  # the oracle calls the core rests on (softhard.solver.oracle), kept with it
+        token = ORACLE_LOG.set(rows)
+        try:
+            if isinstance(an, tuple):  # the same uncovered part: the same certificate, no claims
+                core = assemble_uncertifiable(an[0], info, doc, params, an[1])
+            else:
+                core = assemble(an, doc, params, stated, proofs=ProofCache(), timeout_s=timeout_s)
+        finally:
+            ORACLE_LOG.reset(token)
+        _remember(_CORES, key, (core, an, rows))
+    core, an, rows = _CORES[key]
+    # a replay served from the memo states the oracle calls its core was computed from: a replay
+    # artefact recorded from it holds its whole transcript (softhard.solver.replay_memo)
+    for row in rows:
+        note_answer(row)
     return {**core, "source": src, "numeric": cert.get("numeric")}, an  # inputs and measured: as stored
 
 
@@ -360,4 +364,4 @@ def check_measured(cert: dict, an: Analysis, rep: VerifyReport) -> None:
 
 
 #: the Tracr kind in the registry (:mod:`softhard.solver.kinds`)
-TRACR = Kind(name="tracr", inputs=_inputs, replay=replay, check_measured=check_measured)
+TRACR = Kind(name="tracr", inputs=inputs, replay=replay, check_measured=check_measured)

@@ -47,6 +47,11 @@ def add_arguments(p) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     add_timeout_option(p)
     p.add_argument("--no-numeric", action="store_true", help="skip the numeric confirmation")
+    p.add_argument("--no-cache", action="store_true",
+                   help="certify live: read and write no derivation cache entry and no certify artefact (by default "
+                        "a job certified before with the same inputs, options, code, libraries and machine is "
+                        "taken from its recorded run after every Z3 query and arb check of it is re-run and "
+                        "answers as recorded; its measured fields are then that run's)")
     p.add_argument("--max-positions", type=max_positions_option(), default=DEFAULT_MAX_POSITIONS,
                    help="a formula's numeric confirmation: refuse one over more word positions than this, estimated "
                         "before it runs (the dense attention path's work at a temperature too warm for the bounds "

@@ -13,7 +13,7 @@ from fractions import Fraction
 
 from ...constructions.errors import ParameterError
 from ...constructions.parameters import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS,
-                                         MAX_TIMEOUT_S, REGIMES, to_fraction)
+                                         MAX_TIMEOUT_S, REGIMES, parse_schedule, to_fraction)
 
 #: exit status: success; a claim refuted or unknown / a check failed; bad input (one line, no traceback)
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -306,3 +306,16 @@ def add_timeout_option(p: argparse.ArgumentParser, help: str = "hard wall-clock 
     """``--timeout`` (seconds per solver query; default 20, or ``default``: None for verify's
     "the certificate's own limit")."""
     p.add_argument("--timeout", type=seconds_option, default=default, help=help)
+
+
+def schedule_option(args) -> tuple[str | None, Fraction | None]:
+    """``--schedule`` as ``(kind, S)`` (THEORY §9): kind None for the constant schedule (or none
+    given), S the constant after ``:`` or None; a bad value is named as the option."""
+    text = getattr(args, "schedule", None)
+    if text is None:
+        return None, None
+    try:
+        kind, s = parse_schedule(text)
+    except ParameterError as e:
+        raise ParameterError(f"argument --schedule: {e}") from None
+    return (None if kind == "const" else kind), s

@@ -136,14 +136,15 @@ def test_resume_skips_valid_and_redoes_edited(formulas, tmp_path, capsys):
 def test_interrupted_batch_keeps_finished_certificates(formulas, tmp_path, capsys, monkeypatch):
     calls = []
     real = certify_handler.CERTIFY["formula"]
+    real_make = certify_handler.kind_certify("formula")
 
     def interrupting(args):
         calls.append(args.formula)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real[0](args)
+        return real_make(args)
 
-    monkeypatch.setitem(certify_handler.CERTIFY, "formula", (interrupting, real[1]))
+    monkeypatch.setitem(certify_handler.CERTIFY, "formula", (interrupting, *real[1:]))
     out = tmp_path / "o"
     rc = main(["certify", str(formulas / "ya.ltl"), str(formulas / "asb.ltl"), "--regime", "U", "--n-max", "30",
                "--find-tau", "--no-numeric", "-o", str(out)])

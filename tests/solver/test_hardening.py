@@ -385,6 +385,26 @@ def test_a_certificate_whose_schema_field_is_an_object_is_invalid(tmp_path, caps
         assert err.count("\n") == 1 and "not a softhard certificate of schema 2" in err
 
 
+def test_a_certificate_number_beyond_float_range_or_a_lone_surrogate_is_bad_input(tmp_path, capsys):
+    """From a review (stop 17): ``1e999`` (read as infinity) and ``"\\ud800"`` (no character) in a
+    certificate ended as an internal error (exit 3) in verify; both are not strict JSON text: exit 2,
+    one line naming the file, with ``--json`` too.  A paired surrogate escape is a character."""
+    p = tmp_path / "c.json"
+    cases = {'{"schema": "softhard-certificate", "schema_version": 2, "x": 1e999}': "beyond float range",
+             '{"schema": "softhard-certificate", "schema_version": 2, "x": -1E+999}': "beyond float range",
+             '{"schema": "softhard-certificate", "schema_version": 2, "x": "\\ud800"}': "unpaired UTF-16 surrogate",
+             '{"schema": "softhard-certificate", "schema_version": 2, "\\uDFFF": 1}': "unpaired UTF-16 surrogate"}
+    for text, words in cases.items():
+        p.write_text(text)
+        for extra in ([], ["--json"]):
+            assert main(["verify", str(p), *extra]) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and words in err and str(p) in err, err
+    p.write_text('{"schema": "softhard-certificate", "schema_version": 2, "x": "\\ud83d\\ude00"}')
+    assert main(["verify", str(p)]) == 2
+    assert "surrogate" not in capsys.readouterr().err  # (invalid for other reasons: the schema)
+
+
 def test_hahn_eps_ln_needs_the_ln_comparator(capsys):
     """Issue 15: ``hahn --eps-ln`` with the head comparator (given or default) or with --model was
     accepted and ignored; it is a one-line usage error (exit 2) unless the comparator is ln."""

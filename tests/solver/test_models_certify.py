@@ -16,7 +16,7 @@ from tamper import undetected
 from softhard.bounds.composed import HeadPremise
 from softhard.constructions.modelfile import doc_sha256, load_model
 from softhard.constructions.random_models import random_model_doc
-from softhard.solver import models
+from softhard.solver import model_inputs, models
 from softhard.solver.certjson import compute_hashes, load_certificate
 from softhard.solver.cli import main
 from softhard.solver.kinds import KINDS, verify_certificate
@@ -151,7 +151,7 @@ def test_consistent_forgery_of_a_premise_is_caught(cert):
 
 
 def test_exhaustive_premise_beyond_the_verify_limit_is_not_verified(cert, monkeypatch):
-    monkeypatch.setattr(models, "VERIFY_EXHAUSTIVE_LIMIT", 1000)  # the certificate covers 1022 words
+    monkeypatch.setattr(model_inputs, "VERIFY_EXHAUSTIVE_LIMIT", 1000)  # the certificate covers 1022 words
     clear_replay_cache()
     rep = verify_certificate(cert)
     clear_replay_cache()

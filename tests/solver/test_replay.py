@@ -73,6 +73,22 @@ def test_edits_of_the_empirical_minimum_are_rejected(cert, field, value):
     assert any(f == "search.per_bound[0].rounds" for f, _ in verify_certificate(bad).problems)
 
 
+def test_a_null_empirical_minimum_and_reordered_search_rows_are_rejected(cert):
+    """Left alone in stop 17 (from a review): a search row's ``empirical`` set to null, and the rows
+    reordered, were accepted.  The search measures an empirical minimum exactly for a found τ of a
+    head with a key (every row of tomita4's), and makes one row per bound in its own order."""
+    rows = cert["search"]["per_bound"]
+    assert len(rows) >= 2 and all(r["empirical"] is not None for r in rows)
+    bad = copy.deepcopy(cert)
+    bad["search"]["per_bound"][1]["empirical"] = None
+    bad["hashes"] = compute_hashes(bad)
+    assert ("search.per_bound[1].empirical" in [f for f, _ in verify_certificate(bad).problems])
+    bad = copy.deepcopy(cert)
+    bad["search"]["per_bound"].reverse()
+    bad["hashes"] = compute_hashes(bad)
+    assert "search.per_bound" in [f for f, _ in verify_certificate(bad).problems]
+
+
 def test_duplicate_key_is_rejected(tmp_path, cert, capsys):
     text = json.dumps(cert).replace('"status": "proved"', '"status": "refuted", "status": "proved"', 1)
     p = tmp_path / "dup.json"

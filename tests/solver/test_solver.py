@@ -239,6 +239,30 @@ def test_a_solver_timeout_through_check_claim_is_unknown(monkeypatch):
     assert r.status == "unknown" and "unknown" in r.reason and r.queries[0].answer == "unknown"
 
 
+def test_a_bisection_stopped_by_the_time_limit_says_so(monkeypatch):
+    """The search for the smallest violation runs within the claim's wall-clock time: when that stops
+    it, the reason says so (a replay that stops elsewhere is "could not re-check", never an edit).
+    The claim n/1000 <= 1/2 first fails at n = 501 (501/1000 > 1/2 >= 500/1000)."""
+    import types
+
+    import softhard.solver.check as chk
+    claim = Claim(sp.Symbol("n", positive=True) / 1000, Fraction(1, 2), 1, 10**6, label="lin")
+    done = chk.check_claim(claim, second_check=False)
+    assert done.status == "refuted" and done.counterexample == 501 and done.reason == ""
+    clock, real = [0.0], chk._z3_ranges
+
+    def first_then_late(*a, **k):  # the claim's time is up once the first range has answered
+        out = real(*a, **k)
+        clock[0] = 1e9
+        return out
+    monkeypatch.setattr(chk, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(chk, "_z3_ranges", first_then_late)
+    r = chk.check_claim(claim, second_check=False)
+    # a real violation, but [1, 500] was never proved: not claimed the smallest
+    assert r.status == "refuted" and r.counterexample >= 501
+    assert r.reason.endswith("smaller violations not excluded below it (time limit reached)"), r.reason
+
+
 def test_a_disagreement_is_reported_never_proved(monkeypatch):
     """If Z3 (here: a broken one that answers unsat to everything) 'proves' a false claim, the arb
     check refutes it and the claim ends unknown with the disagreement flagged."""

@@ -1,4 +1,4 @@
-"""The summary's bound values at n_max (solver/cli/handlers/certificates.bounds_at_n_max) parse the
+"""The summary's bound values at n_max (solver/cli/handlers/summary_values.bounds_at_n_max) parse the
 claims without SymPy's evaluation (ISSUE 16); the values equal those of the evaluated expressions."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sympy as sp
 import softhard
 from softhard.bounds.derive import evaluate
 from softhard.solver.certificate import certify
-from softhard.solver.cli.handlers.certificates import bounds_at_n_max
+from softhard.solver.cli.handlers.summary_values import bounds_at_n_max
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tomita4.ltl"
 

@@ -18,7 +18,8 @@ from ....constructions.errors import ParameterError
 from ...search import schedule_requirement
 from ..options import EXIT_OK
 from .console import fmt, progress, stdout_console
-from .formula import formula_construction, schedule_option
+from ..options import schedule_option
+from .formula import formula_construction
 
 
 def handle(args) -> int:

@@ -6,10 +6,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-import mpmath
-import sympy as sp
-
-from ....bounds.derive import evaluate
 from .console import families_text, fmt, numeric_verdict, status_line, stdout_console
 
 
@@ -21,9 +17,12 @@ def _table(**options):
     return Table(**options)
 
 
-def print_formula_certificate(cert: dict, path=None) -> None:
+def print_formula_certificate(cert: dict, path=None, extras: dict | None = None) -> None:
     """Human-readable summary of a formula certificate (per node: bound, condition, status, interval
-    check, numeric tightness; the parameter search; the numeric verdict; the status)."""
+    check, numeric tightness; the parameter search; the numeric verdict; the status).  ``extras``:
+    the values the summary computes from the certificate with SymPy
+    (:func:`softhard.solver.cli.handlers.summary_values.formula_extras`: ``bounds_at_n_max``, per
+    claim id its bound's value at n_max); a claim without one shows ``?``."""
     con = stdout_console()
     cons = cert["construction"]
     rng = cert["range"]
@@ -44,10 +43,10 @@ def print_formula_certificate(cert: dict, path=None) -> None:
               "otherwise (numeric tightness)", caption_justify="left")
     for col, mw in (("node", 28), ("op", 7), ("layer", 5), ("kind", 19), ("bound", 14), ("condition", 26),
                     ("status", 16), ("time", 6), ("arb", 10), ("obs/bound", 9)):
-        # the bound's number is kept whole (bounds_at_n_max keeps it within 14 characters)
+        # the bound's number is kept whole (summary_values.bounds_at_n_max keeps it within 14 characters)
         t.add_column(col, overflow="fold", max_width=mw)
     claims = {c["id"]: c for c in cert["claims"]}
-    bound_at = bounds_at_n_max(cert)
+    bound_at = (extras or {}).get("bounds_at_n_max") or {}
     for nd in cert["nodes"]:
         cl = claims.get(nd["claim"]) if nd["claim"] else None
         st = nd["status"]
@@ -130,25 +129,7 @@ def print_float64_premise(con, cert: dict) -> None:
               "float64 transformer run of this construction is not covered by it)")
 
 
-def bounds_at_n_max(cert: dict) -> dict[str, str]:
-    """Per claim id, its bound (parameters substituted) evaluated at n_max, 8 digits, 3 when the
-    exponent is long (``7.95e-1204121``: at most 14 characters, one table cell; display only)."""
-    n_max = cert["range"]["n_max"]
-    out = {}
-    for cl in cert["claims"]:
-        try:
-            k = n_max if cl["n_hi"] is None else min(n_max, cl["n_hi"])
-            with sp.evaluate(False):  # display only: the value, not SymPy's re-simplification of Max (ISSUE 16)
-                e = sp.sympify(cl["expr_srepr"])
-            v = evaluate(e, n_value=max(k, cl["n_lo"]), inv_tau=1)
-            text = mpmath.nstr(v, 8)
-            out[cl["id"]] = text if len(text) <= 14 else mpmath.nstr(v, 3)
-        except (TypeError, ValueError, ZeroDivisionError, SyntaxError):
-            out[cl["id"]] = "?"
-    return out
-
-
-def print_model_certificate(cert: dict, path=None) -> None:
+def print_model_certificate(cert: dict, path=None, extras: dict | None = None) -> None:
     """Human-readable summary of a model-file certificate (gap premises per head, output margins, the
     claim per output, the numeric verdict, the status)."""
     con = stdout_console()
@@ -237,7 +218,7 @@ def _deviations(ex: dict) -> str:
     return f" (vs {', '.join(parts)})" if parts else ""
 
 
-def print_tracr_certificate(cert: dict, path=None) -> None:
+def print_tracr_certificate(cert: dict, path=None, extras: dict | None = None) -> None:
     """Human-readable summary of a Tracr certificate (per output: the proved length range and the
     temperature it needs)."""
     con = stdout_console()

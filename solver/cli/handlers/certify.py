@@ -17,30 +17,21 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Callable
 
 from importlib import import_module
 
+from ....bounds.store import set_disk_cache
 from ....constructions.errors import NotSimulable, ParameterError
-from ....constructions.parse import load_spec, parse_spec
-from ...certificate import certify
-from ...certjson import check_output_path, write_certificate
-from ..options import EXIT_FAIL
+from ...certify_memo import finish, job_key, lookup, record
+from ...certjson import write_certificate
+from ...kinds import FAST_INPUTS
+from ...oracle import ORACLE_LOG
+from ..options import EXIT_FAIL, schedule_option
 from .certificates import print_formula_certificate, print_model_certificate, print_tracr_certificate
 from .console import certified_exit, progress
-from .formula import eps_ln_option, formula_construction, schedule_option
-from .jobs import BATCH, certify_jobs, is_batch
-
-#: certified when ``softhard certify`` is given no source (Tomita 4: binary words without 000)
-DEFAULT_EXAMPLE = """\
-// Embedded default example: Tomita 4, binary strings without the factor 000.
-name: tomita4
-description: Tomita 4, binary strings without the factor 000 (embedded default)
-alphabet: 0 1
-formula:
-     !(0 & Y 0 & Y Y 0)
-  & H !(0 & Y 0 & Y Y 0)
-"""
+from .jobs import BATCH, PRESENTATION, certify_jobs, is_batch
 
 
 def source_kind(args) -> str:
@@ -74,57 +65,67 @@ def check_lengths(args) -> None:
         raise ParameterError(f"--n-min {args.n_min} exceeds --n-max {args.n_max}")
 
 
-def certify_formula(args) -> dict:
-    """A formula's certificate (THEORY §8): the formula argument, or :data:`DEFAULT_EXAMPLE`."""
-    if args.formula is None:
-        spec = parse_spec(DEFAULT_EXAMPLE, source="<embedded tomita4>")
-    else:  # the input first: a missing file or a syntax error is the first thing to hear about
-        spec = load_spec(args.formula, alphabet=args.alphabet)
-    c = formula_construction(args, spec, schedules=True)
-    kind, s_const = schedule_option(args)
-    if s_const is not None:  # --schedule KIND:S states the constant: 1/tau(n) = S*g(n) (THEORY §9)
-        if args.tau is not None or args.find_tau:
-            raise ParameterError("--schedule KIND:S states the schedule's constant; do not also give --tau or "
-                                 "--find-tau (give --schedule KIND --find-tau to search S)")
-        args.tau = 1 / s_const
-    check_lengths(args)
-    if kind is not None and args.range_only:
-        raise ParameterError("--range-only does not apply to --schedule: a schedule certificate is for all n")
-    if args.range_only and args.regime == "T":
-        raise ParameterError("--range-only applies to regimes U and P (regime T certificates are always for "
-                             "n in [n-min, n-max])")
-    # --find-tau also finds the largest certifiable layer-norm epsilon unless --eps-ln fixes it
-    tune = ("eps_ln",) if args.find_tau and eps_ln_option(args) is None and c.params.eps_ln is not None else ()
-    if args.output:  # fail before the work if the output cannot be written
-        check_output_path(args.output, force=args.force)
-    with progress("certifying") as say:
-        return certify(c, n_max=args.n_max, n_lo=args.n_min, tau=args.tau, find_tau=args.find_tau,
-                       all_n=False if args.range_only else None, timeout_s=args.timeout, numeric=not args.no_numeric,
-                       progress=say, tune=tune, max_positions=args.max_positions)
-
-
-#: source kind -> (its certify: args -> certificate, or the ``"module:function"`` of one, imported only
-#: when that kind is certified — a formula's certify loads no model-file or Tracr code (ISSUE 16) —,
-#: its summary printer: (certificate, path) -> None)
-CERTIFY: dict[str, tuple[Callable[..., dict] | str, Callable[..., None]]] = {
-    "formula": (certify_formula, print_formula_certificate),
-    "model": ("softhard.solver.cli.handlers.certify_model:certify_model_file", print_model_certificate),
-    "tracr": ("softhard.solver.cli.handlers.certify_tracr:certify_tracr_export", print_tracr_certificate),
+#: source kind -> (its certify: args -> certificate, as ``"module:function"``, imported only when that
+#: kind is certified live — a formula's certify loads no model-file or Tracr code, a certify from an
+#: artefact none of them (ISSUE 16) —; its summary printer: (certificate, path, extras) -> None; the
+#: ``"module:function"`` computing the printer's extras from the certificate, or None)
+CERTIFY: dict[str, tuple[str | Callable[..., dict], Callable[..., None], str | None]] = {
+    "formula": ("softhard.solver.cli.handlers.certify_formula:certify_formula", print_formula_certificate,
+                "softhard.solver.cli.handlers.summary_values:formula_extras"),
+    "model": ("softhard.solver.cli.handlers.certify_model:certify_model_file", print_model_certificate, None),
+    "tracr": ("softhard.solver.cli.handlers.certify_tracr:certify_tracr_export", print_tracr_certificate, None),
 }
+
+
+def _function(dotted: str) -> Callable:
+    module, name = dotted.split(":")
+    return getattr(import_module(module), name)
 
 
 def kind_certify(kind: str) -> Callable[..., dict]:
     """The certify function of ``kind`` from :data:`CERTIFY` (its module imported on first use)."""
     make = CERTIFY[kind][0]
-    if isinstance(make, str):
-        module, name = make.split(":")
-        make = getattr(import_module(module), name)
-    return make
+    return make if callable(make) else _function(make)
+
+
+def run_job(args) -> tuple[dict, dict, object]:
+    """One source's certificate (no output): ``(certificate, the summary's extras, the
+    :class:`~softhard.solver.certify_memo.Recorded` artefact it came from, or None)``.  A job
+    recorded before (:mod:`softhard.solver.certify_memo`) is taken from its artefact when every
+    recorded Z3 query and arb check re-run now answers as recorded; otherwise the kind's certify
+    from :data:`CERTIFY` runs live, its oracle calls recorded, and its certificate becomes the job's
+    artefact.  ``args.no_cache``: neither (and no derivation cache: every bound derived live).
+    Raises what the kind's certify raises."""
+    t0 = time.perf_counter()
+    if getattr(args, "no_cache", False):
+        set_disk_cache(False)  # before any derivation (and in each batch job)
+    kind = source_kind(args)
+    # (only kinds whose every Z3 query and arb check is logged — those with verify's artefacts,
+    # :data:`softhard.solver.kinds.FAST_INPUTS` — have certify artefacts)
+    src = args.formula if kind == "formula" else getattr(args, kind)
+    opts = {k: v for k, v in vars(args).items() if k not in PRESENTATION}
+    key = job_key(kind, opts, src) if kind in FAST_INPUTS else None
+    if key is not None:
+        with progress("certifying: re-running the oracle calls of a recorded certify of the same inputs"):
+            rec = lookup(key)
+        if rec is not None:
+            return finish(rec, t0), rec.extras, rec
+    log: list = []
+    token = ORACLE_LOG.set(log)
+    try:
+        cert = kind_certify(kind)(args)
+    finally:
+        ORACLE_LOG.reset(token)
+    extras_of = CERTIFY[kind][2]
+    extras = _function(extras_of)(cert) if extras_of else {}
+    if key is not None:
+        record(key, cert, log, extras)
+    return cert, extras, None
 
 
 def certify_one(args) -> dict:
-    """One source's certificate (no output): the kind's certify from :data:`CERTIFY` (a batch's job)."""
-    return kind_certify(source_kind(args))(args)
+    """One source's certificate (no output; a batch's job): :func:`run_job`'s certificate."""
+    return run_job(args)[0]
 
 
 def handle(args) -> int:
@@ -140,9 +141,8 @@ def handle(args) -> int:
 def handle_one(args) -> int:
     """Certify the one source given (:func:`source_kind`), write and print the certificate."""
     kind = source_kind(args)
-    make, show = kind_certify(kind), CERTIFY[kind][1]
     try:
-        cert = make(args)
+        cert, extras, rec = run_job(args)
     except NotSimulable as e:  # not bad input: the witness is the answer (exit 1)
         if args.json:
             print(json.dumps({"status": "not simulable", "message": str(e),
@@ -155,5 +155,9 @@ def handle_one(args) -> int:
     if args.json:
         print(json.dumps(cert, indent=1))
     else:
-        show(cert, args.output)
+        if rec is not None:
+            print(f"from a recorded certify of the same inputs, code and libraries ({rec.cert.get('created')}): its "
+                  f"{rec.calls} Z3 queries and arb checks re-run now, each answered as recorded; the measured fields "
+                  "(numeric confirmation, solver seconds) are that run's (--no-cache certifies live)")
+        CERTIFY[kind][1](cert, args.output, extras)
     return certified_exit(cert)

@@ -10,9 +10,10 @@ from typing import Callable
 
 from ....bounds.params import Params
 from ....constructions.errors import ParameterError
-from ....constructions.parameters import check_beta, check_eps_ln, check_eta, parse_schedule, to_fraction
+from ....constructions.parameters import check_beta, check_eps_ln, check_eta, to_fraction
 from ....constructions.parse import FormulaSpec, load_spec
 from ...pipeline import Construction, build_formula
+from ..options import schedule_option
 
 
 def formula_spec(args) -> FormulaSpec:
@@ -50,19 +51,6 @@ def formula_params(args) -> Params:
     return Params(regime=args.regime, beta=checked["--beta"], eta=checked["--eta"], comparator=args.comparator,
                   eps_ln=0 if eps is None else eps, construction=getattr(args, "construction", None),
                   schedule=kind)
-
-
-def schedule_option(args) -> tuple[str | None, Fraction | None]:
-    """``--schedule`` as ``(kind, S)`` (THEORY §9): kind None for the constant schedule (or none
-    given), S the constant after ``:`` or None; a bad value is named as the option."""
-    text = getattr(args, "schedule", None)
-    if text is None:
-        return None, None
-    try:
-        kind, s = parse_schedule(text)
-    except ParameterError as e:
-        raise ParameterError(f"argument --schedule: {e}") from None
-    return (None if kind == "const" else kind), s
 
 
 def schedule_inv_tau(args, c: Construction) -> Callable[[int], float] | None:

@@ -16,7 +16,8 @@ from ....constructions.parse import load_spec
 from ...hahn import constructions_keep_working, demonstrate, hahn_analysis, parse_change_at
 from ...pipeline import build
 from .console import stdout_console
-from .formula import eps_ln_option, schedule_option
+from ..options import schedule_option
+from .formula import eps_ln_option
 
 
 def handle(args) -> int:

@@ -28,8 +28,10 @@ GRID: dict[str, tuple[str, ...]] = {
     "eps_ln": ("formula",), "n_max": ("formula", "model"), "n_min": ("formula", "model"),
     "tau": ("formula", "model"), "epsilon": ("model", "tracr"),
 }
-#: options that never reach a certificate (left out of a job's key)
-PRESENTATION = ("json", "output", "force", "resume", "workers", "scheduler", "connect_timeout", "debug", "cmd")
+#: options that never reach a certificate (left out of a job's key, and of a certify artefact's:
+#: :func:`softhard.solver.cli.handlers.certify.run_job`)
+PRESENTATION = ("json", "output", "force", "resume", "workers", "scheduler", "connect_timeout", "debug", "cmd",
+                "no_cache")
 #: what a directory given as an input contributes, per kind
 DIR_PATTERN = {"formula": "*.ltl", "model": "*.json", "tracr": "*.json", "certificate": "*.json"}
 GLOB_CHARS = set("*?[")
