@@ -45,6 +45,7 @@ from pathlib import Path
 from ..bounds import store
 from ..constructions.paths import is_file
 from .certjson import compute_hashes
+from .model_inputs import verify_exhaustive_limit
 from .replay import budget_hit, remember_new_certificate
 from .replay_memo import library_versions, mpmath_prec, rerun_transcript
 
@@ -146,11 +147,12 @@ def job_inputs(kind: str, options: dict, source: str | None) -> list:
 
 def job_key(kind: str, options: dict, source: str | None) -> str:
     """The artefact key of the job (:func:`job_inputs`) with the libraries' versions, the machine,
-    the environment and mpmath's precision (:func:`softhard.bounds.store.entry_key` adds the code's
-    fingerprint)."""
+    the environment, mpmath's precision and the enumeration limit a model certify refuses beyond
+    (:func:`softhard.solver.model_inputs.verify_exhaustive_limit`: it depends on the Dask workers);
+    :func:`softhard.bounds.store.entry_key` adds the code's fingerprint."""
     libs = library_versions() + [_version(d) for d in MORE_LIBRARIES]
     return store.entry_key(CERTIFY_ARTEFACT, [FORMAT, job_inputs(kind, options, source), libs, machine(),
-                                              environment(), mpmath_prec()])
+                                              environment(), mpmath_prec(), verify_exhaustive_limit()])
 
 
 @dataclass

@@ -174,3 +174,33 @@ def test_a_hit_loads_no_sympy(certs, cache_dir, tmp_path):
     rc, loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert rc == 0 and loaded == [], out.stderr
     assert from_artefact(load_certificate(tmp_path / "h.json"))
+
+
+KIND_JOBS = {
+    "model": ["certify", "--model", str(ROOT / "examples" / "models" / "ab_subsequence.json"), "--n-max", "12",
+              "--epsilon", "1/4", "--find-tau", "--force"],
+    "tracr": ["certify", "--tracr", str(ROOT / "examples" / "tracr" / "frac_prevs"), "--force"],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KIND_JOBS))
+def test_model_and_tracr_hits_are_the_live_certificate(kind, tmp_path, capsys):
+    """The kinds with replay artefacts have certify artefacts too: a hit is the --no-cache certificate
+    (but the envelope and seconds; the numeric section bit for bit) and its summary prints (a stage's
+    seconds: 'done by the recorded run')."""
+    got = []
+    for i, extra in enumerate((["--no-cache"], [], [])):
+        out = tmp_path / f"{i}.json"
+        assert main([*KIND_JOBS[kind], "-o", str(out), *extra]) == 0
+        store.set_disk_cache(None)
+        got.append((load_certificate(out), capsys.readouterr().out))
+    (nocache, _), (recorded, _), (hit, text) = got
+    assert not from_artefact(nocache) and not from_artefact(recorded) and from_artefact(hit)
+    assert strip(hit) == strip(nocache) and hit["numeric"] == nocache["numeric"]
+    text = " ".join(text.split())  # (rich wraps at the console width)
+    assert text.startswith("from a recorded certify") and "done by the recorded run" in text
+    store.set_disk_cache(False)
+    try:
+        assert verify_certificate(hit).ok
+    finally:
+        store.set_disk_cache(None)
