@@ -6,7 +6,7 @@ a live verify and under the JSON Schema (validated here with jsonschema, not the
 answer, a malformed artefact, a recorded certificate the schema rejects and ``--no-cache`` give a
 live certify; the key follows the input file's bytes (a bare name's ``NAME.ltl`` too) and every
 option that reaches the certificate, and no output-only option; a certificate with a claim stopped
-by a budget is not recorded; a certify on a warm artefact loads no SymPy, networkx,
+by a budget, or an input file edited while certifying, is not recorded; a certify on a warm artefact loads no SymPy, networkx,
 NumPy, Lark or jsonschema (a fresh interpreter)."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from softhard.constructions.parse import load_spec
 from softhard.solver import certify_memo, replay
 from softhard.solver.certjson import load_certificate
 from softhard.solver.cli import main
+from softhard.solver.cli.handlers import certify as certify_handler
 from softhard.solver.cli.handlers.jobs import PRESENTATION
 from softhard.solver.kinds import verify_certificate
 
@@ -168,6 +169,29 @@ def test_the_key_follows_the_file_a_bare_name_reads(tmp_path):
         key = certify_memo.job_key("formula", opts, bare)
         assert key != absent
         absent = key
+
+
+def test_an_input_edited_while_certifying_is_not_recorded(tmp_path, monkeypatch):
+    """The file changes between the key's digest and the live certify's read: that certificate (of
+    the new text) is not recorded under the old bytes' key, so the old text certifies live again."""
+    f = tmp_path / "r.ltl"
+    f.write_text((ROOT / "examples" / "tomita4.ltl").read_text())
+    live = certify_handler.kind_certify("formula")
+
+    def edit_then_certify(args):
+        f.write_text((ROOT / "examples" / "aba.ltl").read_text())
+        return live(args)
+
+    monkeypatch.setenv("SOFTHARD_CACHE_DIR", str(tmp_path / "cache"))  # (the module's cache keeps one artefact)
+    argv = [*JOB[:1], str(f), *JOB[2:]]
+    with monkeypatch.context() as mp:
+        mp.setitem(certify_handler.CERTIFY, "formula", (edit_then_certify, *certify_handler.CERTIFY["formula"][1:]))
+        assert main([*argv, "-o", str(tmp_path / "a.json")]) == 0
+    assert load_certificate(tmp_path / "a.json")["source"]["name"] == "aba"
+    f.write_text((ROOT / "examples" / "tomita4.ltl").read_text())
+    assert main([*argv, "-o", str(tmp_path / "b.json")]) == 0
+    again = load_certificate(tmp_path / "b.json")
+    assert again["source"]["name"] == "tomita4" and not from_artefact(again)
 
 
 def test_a_claim_stopped_by_a_budget_is_not_recorded(certs, cache_dir):
