@@ -9,7 +9,8 @@ entry's JSON inputs.
 :func:`fingerprint` hashes the package version, SymPy's version (read from the installed
 distribution's metadata with :mod:`importlib.metadata`, the string ``sympy.__version__`` holds:
 the same keys as before this split, tested) and the source of every module in ``bounds/``,
-``constructions/`` and ``solver/`` (so editing a derivation or an encoding invalidates every entry).
+``constructions/`` and ``solver/``, subfolders included (:func:`source_files`; so editing a derivation,
+an encoding, the command line's handlers or the schema invalidates every entry).
 
 Where: ``$SOFTHARD_CACHE_DIR``, else ``$XDG_CACHE_HOME/softhard``, else ``~/.cache/softhard``
 (subdirectory ``derivations``); ``SOFTHARD_CACHE=0`` turns the disk layer off (the in-process
@@ -45,6 +46,18 @@ def _version(dist: str, missing: str) -> str:
         return missing
 
 
+def source_files() -> list[Path]:
+    """The files :func:`fingerprint` hashes: every ``*.py``, ``*.lark`` and ``*.json`` under
+    :data:`_SOURCE_DIRS`, subfolders included (``solver/cli/handlers``, where the command line's
+    options become parameters and the embedded default example lives; ``solver/schema``), each
+    folder's in sorted relative-path order."""
+    out: list[Path] = []
+    for d in _SOURCE_DIRS:
+        out += sorted((p for ext in ("py", "lark", "json") for p in d.rglob(f"*.{ext}") if "__pycache__" not in p.parts),
+                      key=lambda p: p.relative_to(d).as_posix())
+    return out
+
+
 def fingerprint() -> str:
     """Hash of the package version, SymPy's version and the derivation sources (computed once per
     process; a hex string).  Raises nothing: an uninstalled checkout is keyed by its sources."""
@@ -52,10 +65,9 @@ def fingerprint() -> str:
         h = hashlib.sha256()
         h.update(_version("softhard", "0+unknown").encode())
         h.update(_version("sympy", "unknown").encode())
-        for d in _SOURCE_DIRS:
-            for p in sorted(d.glob("*.py")) + sorted(d.glob("*.lark")):
-                h.update(p.name.encode())
-                h.update(p.read_bytes())
+        for p in source_files():
+            h.update(p.name.encode())
+            h.update(p.read_bytes())
         _fingerprint.append(h.hexdigest())
     return _fingerprint[0]
 

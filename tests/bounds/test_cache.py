@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from fractions import Fraction
@@ -244,8 +245,10 @@ def test_fingerprint_is_the_sympy_keyed_one_and_needs_no_sympy():
     except metadata.PackageNotFoundError:
         h.update(b"0+unknown")
     h.update(sp.__version__.encode())
-    for d in (ROOT / "bounds", ROOT / "constructions", ROOT / "solver"):
-        for p in sorted(d.glob("*.py")) + sorted(d.glob("*.lark")):
+    for d in (ROOT / "bounds", ROOT / "constructions", ROOT / "solver"):  # (every subfolder: os.walk, not the store's rglob)
+        found = [Path(r, f) for r, dirs, files in os.walk(d) if "__pycache__" not in Path(r).parts
+                 for f in files if f.endswith((".py", ".lark", ".json"))]
+        for p in sorted(found, key=lambda p: p.relative_to(d).as_posix()):
             h.update(p.name.encode())
             h.update(p.read_bytes())
     assert ST.fingerprint() == h.hexdigest()
