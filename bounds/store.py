@@ -7,9 +7,10 @@ derivation) can use the cache without importing SymPy.  The keys are exactly tho
 entry's JSON inputs.
 
 :func:`fingerprint` hashes the package version, SymPy's version (read from the installed
-distribution's metadata as :mod:`importlib.metadata` reads it (:mod:`softhard.installed`), the string ``sympy.__version__`` holds:
-the same keys as before this split, tested) and the source of every module in ``bounds/``,
-``constructions/`` and ``solver/`` (so editing a derivation or an encoding invalidates every entry).
+distribution's metadata as :mod:`importlib.metadata` reads it, :mod:`softhard.installed`: the
+string ``sympy.__version__`` holds, the same keys as before this split, tested) and the source of
+every module in ``bounds/``, ``constructions/`` and ``solver/``, subfolders included (:func:`source_files`; so editing a derivation,
+an encoding, the command line's handlers or the schema invalidates every entry).
 
 Where: ``$SOFTHARD_CACHE_DIR``, else ``$XDG_CACHE_HOME/softhard``, else ``~/.cache/softhard``
 (subdirectory ``derivations``); ``SOFTHARD_CACHE=0`` turns the disk layer off (the in-process
@@ -23,8 +24,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 from ..installed import version as installed_version
 
@@ -43,6 +44,24 @@ def _version(dist: str, missing: str) -> str:
     return missing if v is None else v
 
 
+def source_files() -> list[Path]:
+    """The files :func:`fingerprint` hashes: every ``*.py``, ``*.lark`` and ``*.json`` under
+    :data:`_SOURCE_DIRS`, subfolders included (``solver/cli/handlers``, where the command line's
+    options become parameters and the embedded default example lives; ``solver/schema``), each
+    folder's in sorted relative-path order.  Found with :func:`os.walk` (the names pathlib's
+    ``rglob`` finds, tested, at a third of its cost: ISSUE 16), ``__pycache__`` folders skipped."""
+    out: list[Path] = []
+    for d in _SOURCE_DIRS:
+        found: list[tuple[str, str]] = []  # (path relative to d, posix; the path)
+        for root, dirs, files in os.walk(d):
+            rel = os.path.relpath(root, d).replace(os.sep, "/")
+            found += [(name if rel == "." else f"{rel}/{name}", os.path.join(root, name)) for name in files + dirs
+                      if name.endswith((".py", ".lark", ".json"))]
+            dirs[:] = [x for x in dirs if x != "__pycache__"]
+        out += [p for _, p in sorted((r, Path(p)) for r, p in found) if "__pycache__" not in p.parts]
+    return out
+
+
 def fingerprint() -> str:
     """Hash of the package version, SymPy's version and the derivation sources (computed once per
     process; a hex string).  Raises nothing: an uninstalled checkout is keyed by its sources."""
@@ -50,13 +69,9 @@ def fingerprint() -> str:
         h = hashlib.sha256()
         h.update(_version("softhard", "0+unknown").encode())
         h.update(_version("sympy", "unknown").encode())
-        for d in _SOURCE_DIRS:
-            names = os.listdir(d) if d.is_dir() else []
-            for suffix in (".py", ".lark"):  # each folder's *.py, then its *.lark, by name
-                for name in sorted(n for n in names if n.endswith(suffix)):
-                    h.update(name.encode())
-                    with open(os.path.join(d, name), "rb") as fh:
-                        h.update(fh.read())
+        for p in source_files():
+            h.update(p.name.encode())
+            h.update(p.read_bytes())
         _fingerprint.append(h.hexdigest())
     return _fingerprint[0]
 

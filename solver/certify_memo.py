@@ -45,7 +45,8 @@ from pathlib import Path
 from ..bounds import store
 from ..constructions.paths import is_file
 from .certjson import compute_hashes
-from .replay import budget_hit, remember_new_certificate
+from .model_inputs import verify_exhaustive_limit
+from .replay import budget_hit, recorded_schema_valid, remember_new_certificate
 from .replay_memo import library_versions, mpmath_prec, rerun_transcript
 
 #: the artefact entry's kind in the derivation cache
@@ -110,9 +111,12 @@ def _digest(path: Path) -> list:
 
 
 def source_files(kind: str, source: str | None) -> list[Path]:
-    """The files a certify of ``kind`` reads for the source argument ``source`` (a formula's text or
-    ``.ltl`` file; a model file and the ``.npz`` its ``arrays`` field names, relative to it; a Tracr
-    export's ``NAME.json`` and ``NAME.npz``); ``[]`` for an inline formula or the embedded example."""
+    """The files a certify of ``kind`` may read for the source argument ``source``: a formula's
+    argument as a path and the same with ``.ltl`` appended (:func:`softhard.constructions.parse.load_spec`
+    reads ``NAME.ltl`` for a bare ``NAME``, and an inline formula becomes a file's name once that
+    file exists: each digest is ``None`` while the file is absent); a model file and the ``.npz``
+    its ``arrays`` field names, relative to it; a Tracr export's ``NAME.json`` and ``NAME.npz``;
+    ``[]`` for the embedded example."""
     if source is None:
         return []
     p = Path(source)
@@ -128,7 +132,7 @@ def source_files(kind: str, source: str | None) -> list[Path]:
         except (OSError, ValueError):
             pass
         return out
-    return [p]
+    return [p, Path(source + ".ltl")]
 
 
 def _plain(value):
@@ -146,11 +150,12 @@ def job_inputs(kind: str, options: dict, source: str | None) -> list:
 
 def job_key(kind: str, options: dict, source: str | None) -> str:
     """The artefact key of the job (:func:`job_inputs`) with the libraries' versions, the machine,
-    the environment and mpmath's precision (:func:`softhard.bounds.store.entry_key` adds the code's
-    fingerprint)."""
+    the environment, mpmath's precision and the enumeration limit a model certify refuses beyond
+    (:func:`softhard.solver.model_inputs.verify_exhaustive_limit`: it depends on the Dask workers);
+    :func:`softhard.bounds.store.entry_key` adds the code's fingerprint."""
     libs = library_versions() + [_version(d) for d in MORE_LIBRARIES]
     return store.entry_key(CERTIFY_ARTEFACT, [FORMAT, job_inputs(kind, options, source), libs, machine(),
-                                              environment(), mpmath_prec()])
+                                              environment(), mpmath_prec(), verify_exhaustive_limit()])
 
 
 @dataclass
@@ -167,8 +172,9 @@ class Recorded:
 
 def lookup(key: str) -> Recorded | None:
     """The certify recorded under ``key`` with every oracle call re-run live and answered as
-    recorded, or None (artefacts off, none recorded, a malformed one, a different answer).  Never
-    raises for a malformed artefact."""
+    recorded, or None (artefacts off, none recorded, a malformed one, a recorded certificate that the
+    schema memo does not hold as validated — :func:`softhard.solver.replay.recorded_schema_valid` —,
+    a different answer).  Never raises for a malformed artefact."""
     if not enabled():
         return None
     t0 = time.perf_counter()
@@ -176,6 +182,8 @@ def lookup(key: str) -> Recorded | None:
     try:
         if not (isinstance(art, dict) and art.get("format") == FORMAT and isinstance(art["cert"], dict)
                 and isinstance(art["extras"], dict) and isinstance(art["transcript"], list)):
+            return None
+        if not recorded_schema_valid(art["cert"]):  # (the live certify that recorded it validated it)
             return None
         if not rerun_transcript(art["cert"], art["transcript"]):
             return None

@@ -331,6 +331,16 @@ def _renewed_like(cert: dict, validated: dict) -> bool:
             and all(isinstance(v, str) and _HEX64.fullmatch(v) for v in [*new["sections"].values(), new.get("all")]))
 
 
+def recorded_schema_valid(cert: dict) -> bool:
+    """Whether the schema memo holds ``cert`` (its exact text) as validated under today's schema:
+    what :func:`check_new_certificate` remembered for the certificate a live certify made.  A
+    certify artefact's certificate must be (:func:`softhard.solver.certify_memo.lookup`) before
+    :func:`remember_new_certificate` takes it as ``validated``: a cache entry rewritten since, or
+    recorded under another schema, is then certified live, never written schema-invalid and
+    remembered valid."""
+    return schema_valid(cert, _schema_text())
+
+
 def remember_new_certificate(cert: dict, validated: dict) -> None:
     """The schema check of a certificate certify took from an artefact
     (:func:`softhard.solver.certify_memo.finish`): ``validated`` was made and validated by a live

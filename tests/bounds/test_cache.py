@@ -244,8 +244,9 @@ def test_fingerprint_is_the_sympy_keyed_one_and_needs_no_sympy():
     except metadata.PackageNotFoundError:
         h.update(b"0+unknown")
     h.update(sp.__version__.encode())
-    for d in (ROOT / "bounds", ROOT / "constructions", ROOT / "solver"):
-        for p in sorted(d.glob("*.py")) + sorted(d.glob("*.lark")):
+    for d in (ROOT / "bounds", ROOT / "constructions", ROOT / "solver"):  # (every subfolder: rglob, not the store's os.walk)
+        found = [p for ext in ("py", "lark", "json") for p in d.rglob(f"*.{ext}") if "__pycache__" not in p.parts]
+        for p in sorted(found, key=lambda p: p.relative_to(d).as_posix()):
             h.update(p.name.encode())
             h.update(p.read_bytes())
     assert ST.fingerprint() == h.hexdigest()

@@ -3,6 +3,7 @@ summary, exit status the worst job's, stable output names, --resume, interruptio
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from fractions import Fraction
@@ -11,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from softhard.solver.certjson import diff, load_certificate
+from softhard.constructions.parse import load_spec
 from softhard.solver.cli import main
 from softhard.solver.cli.handlers import certify as certify_handler
+from softhard.solver.cli.handlers.jobs import job_name
 from softhard.solver.replay import unchecked_fields
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -211,3 +214,15 @@ def test_progress_counts_jobs_refused_for_an_existing_file(tmp_path, capsys):
     err = capsys.readouterr().err
     counters = [line.split("]")[0] + "]" for line in err.splitlines() if line.startswith("[")]
     assert counters == ["[1/3]", "[2/3]", "[3/3]"], err
+
+
+def test_a_bare_names_stable_name_follows_the_ltl_file_it_reads(tmp_path):
+    """``certify DIR/f`` reads ``DIR/f.ltl`` (load_spec): --resume must not keep a certificate of
+    that file's old text, so the stable name's hash follows its bytes."""
+    bare = str(tmp_path / "f")
+    names = []
+    for example in ("tomita4", "aba"):
+        (tmp_path / "f.ltl").write_text((EXAMPLES / f"{example}.ltl").read_text())
+        assert load_spec(bare).name == example
+        names.append(job_name("formula", argparse.Namespace(formula=bare, model=None, tracr=None, regime="U")))
+    assert names[0] != names[1]

@@ -3,9 +3,10 @@ before re-runs every recorded Z3 query and arb check live and, when each answers
 the recorded certificate with a new envelope.  Tested here: the certificate is a live certify's
 (every field but the envelope and the solver's seconds; the numeric section bit for bit), valid for
 a live verify and under the JSON Schema (validated here with jsonschema, not the memo); a doctored
-answer, a malformed artefact and ``--no-cache`` give a live certify; the key follows the input file's
-bytes and every option that reaches the certificate, and no output-only option; a certificate with
-a claim stopped by a budget is not recorded; a certify on a warm artefact loads no SymPy, networkx,
+answer, a malformed artefact, a recorded certificate the schema rejects and ``--no-cache`` give a
+live certify; the key follows the input file's bytes (a bare name's ``NAME.ltl`` too) and every
+option that reaches the certificate, and no output-only option; a certificate with a claim stopped
+by a budget, or an input file edited while certifying, is not recorded; a certify on a warm artefact loads no SymPy, networkx,
 NumPy, Lark or jsonschema (a fresh interpreter)."""
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import jsonschema
 import pytest
 
 from softhard.bounds import store
+from softhard.constructions.parse import load_spec
 from softhard.solver import certify_memo, replay
 from softhard.solver.certjson import load_certificate
 from softhard.solver.cli import main
+from softhard.solver.cli.handlers import certify as certify_handler
 from softhard.solver.cli.handlers.jobs import PRESENTATION
 from softhard.solver.kinds import verify_certificate
 
@@ -121,8 +124,12 @@ def test_a_doctored_or_malformed_artefact_certifies_live(certs, cache_dir, tmp_p
     row = next(r for r in doctored["transcript"] if "z3" in r)
     row["answer"] = "sat" if row["answer"] == "unsat" else "unsat"
     malformed = dict(art, cert=["not", "a", "certificate"])
+    # a recorded certificate the schema rejects (a rewritten entry): live, not written and remembered valid
+    invalid = copy.deepcopy(art)
+    invalid["cert"]["claims"][0]["seconds"] = -5.0
+    assert list(jsonschema.Draft202012Validator(replay.schema()).iter_errors(invalid["cert"]))
     try:
-        for bad in (doctored, malformed):
+        for bad in (doctored, malformed, invalid):
             path.write_text(json.dumps(bad))
             store._memory.clear()
             got = run(tmp_path)
@@ -150,6 +157,43 @@ def test_the_key_follows_inputs_and_options_not_output(tmp_path):
     assert not {"timeout", "n_max", "eta", "regime", "no_numeric", "max_positions", "tau"} & set(PRESENTATION)
 
 
+def test_the_key_follows_the_file_a_bare_name_reads(tmp_path):
+    """``certify DIR/f`` reads ``DIR/f.ltl`` (load_spec); the key follows that file's bytes, and its
+    appearance after an inline formula of the same text was recorded."""
+    bare = str(tmp_path / "f")
+    opts = {"regime": "T", "eta": "1/4", "n_max": 1000, "find_tau": True}
+    absent = certify_memo.job_key("formula", opts, bare)
+    for example in ("tomita4", "aba"):
+        (tmp_path / "f.ltl").write_text((ROOT / "examples" / f"{example}.ltl").read_text())
+        assert load_spec(bare).name == example
+        key = certify_memo.job_key("formula", opts, bare)
+        assert key != absent
+        absent = key
+
+
+def test_an_input_edited_while_certifying_is_not_recorded(tmp_path, monkeypatch):
+    """The file changes between the key's digest and the live certify's read: that certificate (of
+    the new text) is not recorded under the old bytes' key, so the old text certifies live again."""
+    f = tmp_path / "r.ltl"
+    f.write_text((ROOT / "examples" / "tomita4.ltl").read_text())
+    live = certify_handler.kind_certify("formula")
+
+    def edit_then_certify(args):
+        f.write_text((ROOT / "examples" / "aba.ltl").read_text())
+        return live(args)
+
+    monkeypatch.setenv("SOFTHARD_CACHE_DIR", str(tmp_path / "cache"))  # (the module's cache keeps one artefact)
+    argv = [*JOB[:1], str(f), *JOB[2:]]
+    with monkeypatch.context() as mp:
+        mp.setitem(certify_handler.CERTIFY, "formula", (edit_then_certify, *certify_handler.CERTIFY["formula"][1:]))
+        assert main([*argv, "-o", str(tmp_path / "a.json")]) == 0
+    assert load_certificate(tmp_path / "a.json")["source"]["name"] == "aba"
+    f.write_text((ROOT / "examples" / "tomita4.ltl").read_text())
+    assert main([*argv, "-o", str(tmp_path / "b.json")]) == 0
+    again = load_certificate(tmp_path / "b.json")
+    assert again["source"]["name"] == "tomita4" and not from_artefact(again)
+
+
 def test_a_claim_stopped_by_a_budget_is_not_recorded(certs, cache_dir):
     (path,) = _artefacts(cache_dir)
     transcript = json.loads(path.read_text())["transcript"]
@@ -174,3 +218,33 @@ def test_a_hit_loads_no_sympy(certs, cache_dir, tmp_path):
     rc, loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert rc == 0 and loaded == [], out.stderr
     assert from_artefact(load_certificate(tmp_path / "h.json"))
+
+
+KIND_JOBS = {
+    "model": ["certify", "--model", str(ROOT / "examples" / "models" / "ab_subsequence.json"), "--n-max", "12",
+              "--epsilon", "1/4", "--find-tau", "--force"],
+    "tracr": ["certify", "--tracr", str(ROOT / "examples" / "tracr" / "frac_prevs"), "--force"],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KIND_JOBS))
+def test_model_and_tracr_hits_are_the_live_certificate(kind, tmp_path, capsys):
+    """The kinds with replay artefacts have certify artefacts too: a hit is the --no-cache certificate
+    (but the envelope and seconds; the numeric section bit for bit) and its summary prints (a stage's
+    seconds: 'done by the recorded run')."""
+    got = []
+    for i, extra in enumerate((["--no-cache"], [], [])):
+        out = tmp_path / f"{i}.json"
+        assert main([*KIND_JOBS[kind], "-o", str(out), *extra]) == 0
+        store.set_disk_cache(None)
+        got.append((load_certificate(out), capsys.readouterr().out))
+    (nocache, _), (recorded, _), (hit, text) = got
+    assert not from_artefact(nocache) and not from_artefact(recorded) and from_artefact(hit)
+    assert strip(hit) == strip(nocache) and hit["numeric"] == nocache["numeric"]
+    text = " ".join(text.split())  # (rich wraps at the console width)
+    assert text.startswith("from a recorded certify") and "done by the recorded run" in text
+    store.set_disk_cache(False)
+    try:
+        assert verify_certificate(hit).ok
+    finally:
+        store.set_disk_cache(None)

@@ -112,6 +112,13 @@ def print_formula_certificate(cert: dict, path=None, extras: dict | None = None)
     con.print(status_line(cert, path))
 
 
+def stage_time(cert: dict, key: str) -> str:
+    """A stage's seconds from ``times`` (``"0.41 s"``); a certificate from a certify artefact has
+    only ``artefact_s`` and ``total_s`` there (docs/certificates.md): ``"done by the recorded run"``."""
+    v = (cert.get("times") or {}).get(key)
+    return f"{v:.2f} s" if isinstance(v, (int, float)) else "done by the recorded run"
+
+
 def params_text(params: dict) -> str:
     """``beta = 1/4, eta = 1/4`` (a parameter dict for people; None values left out)."""
     return ", ".join(f"{k} = {v}" for k, v in params.items() if v is not None) or "no parameters"
@@ -142,7 +149,7 @@ def print_model_certificate(cert: dict, path=None, extras: dict | None = None) -
               f"{cons['tau_choice']}); {rng['n_min']} <= n <= {rng['n_max']}")
     pcol = "green" if pr["status"].startswith("established") else "yellow"
     con.print(f"gap premises: [{pcol}]{pr['status']}[/{pcol}] ({pr['words']} of {pr['total_words']} words, "
-              f"{cert['times'].get('gap_analysis_s', 0.0):.2f} s)")
+              f"{stage_time(cert, 'gap_analysis_s')})")
     t = _table(show_header=True, header_style="bold")
     for col in ("head", "layer", "rule", "gap", "attained by (row)", "max ties", "tieless"):
         t.add_column(col, overflow="fold")
@@ -242,7 +249,7 @@ def print_tracr_certificate(cert: dict, path=None, extras: dict | None = None) -
         return
     pr = cert["premises"]
     con.print(f"premises: [green]{pr['status']}[/green], every word of length <= {pr['n_max']} "
-              f"({cert['times']['analysis_s']:.2f} s)")
+              f"({stage_time(cert, 'analysis_s')})")
     for h in cert["heads"]:
         t = h["table"]
         p = next(x for x in pr["heads"] if x["head"] == h["head"])

@@ -94,7 +94,7 @@ def run_job(args) -> tuple[dict, dict, object]:
     recorded before (:mod:`softhard.solver.certify_memo`) is taken from its artefact when every
     recorded Z3 query and arb check re-run now answers as recorded; otherwise the kind's certify
     from :data:`CERTIFY` runs live, its oracle calls recorded, and its certificate becomes the job's
-    artefact.  ``args.no_cache``: neither (and no derivation cache: every bound derived live).
+    artefact (unless an input file changed while it ran).  ``args.no_cache``: neither (and no derivation cache: every bound derived live).
     Raises what the kind's certify raises."""
     t0 = time.perf_counter()
     if getattr(args, "no_cache", False):
@@ -118,7 +118,9 @@ def run_job(args) -> tuple[dict, dict, object]:
         ORACLE_LOG.reset(token)
     extras_of = CERTIFY[kind][2]
     extras = _function(extras_of)(cert) if extras_of else {}
-    if key is not None:
+    # (recorded only when the input files still have the bytes the key was made of: one edited while
+    # the live certify ran may have been read in either version)
+    if key is not None and job_key(kind, opts, src) == key:
         record(key, cert, log, extras)
     return cert, extras, None
 

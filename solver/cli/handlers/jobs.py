@@ -91,6 +91,8 @@ def _source_bytes(kind: str, value: str | None) -> bytes:
     p = Path(value)
     if kind == "tracr" and not is_file(p):
         p = p.with_suffix(".json")
+    if kind == "formula" and not is_file(p) and is_file(value + ".ltl"):  # (load_spec: a bare NAME reads NAME.ltl)
+        p = Path(value + ".ltl")
     return p.read_bytes() if is_file(p) else value.encode()
 
 
