@@ -38,15 +38,15 @@ import json
 import os
 import platform
 import time
-from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 from ..bounds import store
+from ..installed import version as installed_version
 from ..constructions.paths import is_file
 from .certjson import compute_hashes
 from .model_inputs import verify_exhaustive_limit
 from .replay import budget_hit, recorded_schema_valid, remember_new_certificate
+from .records import Record
 from .replay_memo import library_versions, mpmath_prec, rerun_transcript
 
 #: the artefact entry's kind in the derivation cache
@@ -95,10 +95,8 @@ def environment() -> dict[str, str]:
 
 
 def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "missing"
+    v = installed_version(dist)
+    return "missing" if v is None else v
 
 
 def _digest(path: Path) -> list:
@@ -129,7 +127,7 @@ def source_files(kind: str, source: str | None) -> list[Path]:
             doc = json.loads(p.read_bytes())
             if isinstance(doc, dict) and isinstance(doc.get("arrays"), str):
                 out.append(p.parent / doc["arrays"])
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # (a deeply nested file: the live certify says so)
             pass
         return out
     return [p, Path(source + ".ltl")]
@@ -158,16 +156,19 @@ def job_key(kind: str, options: dict, source: str | None) -> str:
                                               environment(), mpmath_prec(), verify_exhaustive_limit()])
 
 
-@dataclass
-class Recorded:
+class Recorded(Record):
     """A certify artefact that re-ran: ``cert``, the recorded certificate (its recording run's
     envelope); ``extras``, the summary's values (:mod:`softhard.solver.cli.handlers.certify`);
-    ``calls``, how many oracle calls were re-run; ``seconds``, how long that took."""
+    ``calls``, how many oracle calls were re-run; ``seconds``, how long that took.  (A plain record,
+    :mod:`.records`: no dataclasses on a certify hit's path.)"""
 
-    cert: dict
-    extras: dict = field(default_factory=dict)
-    calls: int = 0
-    seconds: float = 0.0
+    FIELDS = ("cert", "extras", "calls", "seconds")
+
+    def __init__(self, cert: dict, extras: dict | None = None, calls: int = 0, seconds: float = 0.0):
+        self.cert = cert
+        self.extras = {} if extras is None else extras
+        self.calls = calls
+        self.seconds = seconds
 
 
 def lookup(key: str) -> Recorded | None:

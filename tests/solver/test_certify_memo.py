@@ -7,7 +7,7 @@ answer, a malformed artefact, a recorded certificate the schema rejects and ``--
 live certify; the key follows the input file's bytes (a bare name's ``NAME.ltl`` too) and every
 option that reaches the certificate, and no output-only option; a certificate with a claim stopped
 by a budget, or an input file edited while certifying, is not recorded; a certify on a warm artefact loads no SymPy, networkx,
-NumPy, Lark or jsonschema (a fresh interpreter)."""
+NumPy, Lark, jsonschema, mpmath or importlib.metadata (a fresh interpreter)."""
 
 from __future__ import annotations
 
@@ -210,7 +210,8 @@ def test_a_claim_stopped_by_a_budget_is_not_recorded(certs, cache_dir):
 def test_a_hit_loads_no_sympy(certs, cache_dir, tmp_path):
     code = ("import sys, json; from softhard.solver.cli import main; "
             f"rc = main({[*JOB, '-o', str(tmp_path / 'h.json'), '--json']!r}); "
-            "print(json.dumps([rc, sorted(m for m in ('sympy', 'networkx', 'numpy', 'lark', 'jsonschema') "
+            "print(json.dumps([rc, sorted(m for m in ('sympy', 'networkx', 'numpy', 'lark', 'jsonschema', 'mpmath', "
+            "'importlib.metadata') "
             "if m in sys.modules)]))")
     env = {k: v for k, v in os.environ.items() if k != certify_memo.SWITCH}
     env["SOFTHARD_CACHE_DIR"] = str(cache_dir)

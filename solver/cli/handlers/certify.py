@@ -28,10 +28,17 @@ from ...certify_memo import finish, job_key, lookup, record
 from ...certjson import write_certificate
 from ...kinds import FAST_INPUTS
 from ...oracle import ORACLE_LOG
-from ..options import EXIT_FAIL, schedule_option
+from ...replay_memo import deferred_dps, working_precision
+from ..options import EXIT_FAIL, WORKING_DPS, schedule_option
 from .certificates import print_formula_certificate, print_model_certificate, print_tracr_certificate
 from .console import certified_exit, progress
 from .jobs import BATCH, PRESENTATION, certify_jobs, is_batch
+
+
+#: this handler enters the command line's working precision itself (:data:`WORKING_DPS` digits): a
+#: live certify at it, a certify from an artefact without loading mpmath (its key at that precision:
+#: :func:`softhard.solver.replay_memo.deferred_dps`)
+OWN_PRECISION = True
 
 
 def source_kind(args) -> str:
@@ -113,11 +120,12 @@ def run_job(args) -> tuple[dict, dict, object]:
     log: list = []
     token = ORACLE_LOG.set(log)
     try:
-        cert = kind_certify(kind)(args)
+        with working_precision():  # (mpmath at the command line's 30 digits: loaded by a live certify only)
+            cert = kind_certify(kind)(args)
+            extras_of = CERTIFY[kind][2]
+            extras = _function(extras_of)(cert) if extras_of else {}
     finally:
         ORACLE_LOG.reset(token)
-    extras_of = CERTIFY[kind][2]
-    extras = _function(extras_of)(cert) if extras_of else {}
     # (recorded only when the input files still have the bytes the key was made of: one edited while
     # the live certify ran may have been read in either version)
     if key is not None and job_key(kind, opts, src) == key:
@@ -136,8 +144,12 @@ def handle(args) -> int:
     output directory) is exactly :func:`handle_one`."""
     jobs = certify_jobs(args, source_kind)
     if is_batch(args, len(jobs)):
-        return import_module(BATCH).run_certify_batch(args, jobs, certify_one)
-    return handle_one(jobs[0].args)
+        import mpmath  # third-party: a batch runs at the command line's 30 digits throughout
+
+        with mpmath.workdps(WORKING_DPS):
+            return import_module(BATCH).run_certify_batch(args, jobs, certify_one)
+    with deferred_dps(WORKING_DPS):  # one job: at 30 digits where it computes, mpmath not loaded on a hit
+        return handle_one(jobs[0].args)
 
 
 def handle_one(args) -> int:
