@@ -75,18 +75,17 @@ def strip(value):
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    """(a --no-cache certify, the live certify that records the artefact, the certify from it)."""
+    """(the live certify that records the artefact — no artefact to read yet —, the certify from it)."""
     d = tmp_path_factory.mktemp("certs")
-    nocache = run(d, "--no-cache")
     recorded = run(d)
     hit = run(d)
-    return nocache, recorded, hit
+    return recorded, hit
 
 
 def test_a_hit_is_the_live_certificate(certs):
-    nocache, recorded, hit = certs
-    assert not from_artefact(nocache) and not from_artefact(recorded) and from_artefact(hit)
-    assert strip(hit) == strip(nocache) and hit["numeric"] == nocache["numeric"]
+    recorded, hit = certs
+    assert not from_artefact(recorded) and from_artefact(hit)
+    assert strip(hit) == strip(recorded) and hit["numeric"] == recorded["numeric"]
     body = {k: v for k, v in hit.items() if k not in ("created", "times", "hashes")}
     assert body == {k: v for k, v in recorded.items() if k not in ("created", "times", "hashes")}
     assert hit["created"] >= recorded["created"] and all(v >= 0 for v in hit["times"].values())
@@ -114,7 +113,7 @@ def _artefacts(cache: Path) -> list[Path]:
 
 
 def test_a_doctored_or_malformed_artefact_certifies_live(certs, cache_dir, tmp_path):
-    nocache = certs[0]
+    live = certs[0]
     (path,) = _artefacts(cache_dir)
     good = path.read_text()
     art = json.loads(good)
@@ -133,7 +132,7 @@ def test_a_doctored_or_malformed_artefact_certifies_live(certs, cache_dir, tmp_p
             path.write_text(json.dumps(bad))
             store._memory.clear()
             got = run(tmp_path)
-            assert not from_artefact(got) and strip(got) == strip(nocache)
+            assert not from_artefact(got) and strip(got) == strip(live)
             path.write_text(json.dumps(bad))  # (the live run recorded the artefact again)
     finally:
         path.write_text(good)
@@ -197,14 +196,14 @@ def test_an_input_edited_while_certifying_is_not_recorded(tmp_path, monkeypatch)
 def test_a_claim_stopped_by_a_budget_is_not_recorded(certs, cache_dir):
     (path,) = _artefacts(cache_dir)
     transcript = json.loads(path.read_text())["transcript"]
-    stopped = copy.deepcopy(certs[1])
+    stopped = copy.deepcopy(certs[0])
     stopped["claims"][0]["reason"] = "Z3 timeout after 20 s"
-    assert certify_memo.recordable(certs[1]) and not certify_memo.recordable(stopped)
+    assert certify_memo.recordable(certs[0]) and not certify_memo.recordable(stopped)
     keys = [certify_memo.job_key("formula", {"test": name}, None) for name in ("stopped", "genuine")]
     certify_memo.record(keys[0], stopped, transcript, {})
-    certify_memo.record(keys[1], certs[1], transcript, {})
+    certify_memo.record(keys[1], certs[0], transcript, {})
     assert certify_memo.lookup(keys[0]) is None
-    assert certify_memo.lookup(keys[1]).cert == certs[1]
+    assert certify_memo.lookup(keys[1]).cert == certs[0]
 
 
 def test_a_hit_loads_no_sympy(certs, cache_dir, tmp_path):
@@ -230,18 +229,18 @@ KIND_JOBS = {
 
 @pytest.mark.parametrize("kind", sorted(KIND_JOBS))
 def test_model_and_tracr_hits_are_the_live_certificate(kind, tmp_path, capsys):
-    """The kinds with replay artefacts have certify artefacts too: a hit is the --no-cache certificate
+    """The kinds with replay artefacts have certify artefacts too: a hit is the live certificate
     (but the envelope and seconds; the numeric section bit for bit) and its summary prints (a stage's
     seconds: 'done by the recorded run')."""
     got = []
-    for i, extra in enumerate((["--no-cache"], [], [])):
+    for i, extra in enumerate(([], [])):
         out = tmp_path / f"{i}.json"
         assert main([*KIND_JOBS[kind], "-o", str(out), *extra]) == 0
         store.set_disk_cache(None)
         got.append((load_certificate(out), capsys.readouterr().out))
-    (nocache, _), (recorded, _), (hit, text) = got
-    assert not from_artefact(nocache) and not from_artefact(recorded) and from_artefact(hit)
-    assert strip(hit) == strip(nocache) and hit["numeric"] == nocache["numeric"]
+    (recorded, _), (hit, text) = got
+    assert not from_artefact(recorded) and from_artefact(hit)
+    assert strip(hit) == strip(recorded) and hit["numeric"] == recorded["numeric"]
     text = " ".join(text.split())  # (rich wraps at the console width)
     assert text.startswith("from a recorded certify") and "done by the recorded run" in text
     store.set_disk_cache(False)
