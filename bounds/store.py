@@ -34,6 +34,8 @@ _PKG_ROOT = Path(__file__).resolve().parent
 _SOURCE_DIRS = (_PKG_ROOT, _PKG_ROOT.parent / "constructions", _PKG_ROOT.parent / "solver")
 
 _memory: dict[str, object] = {}  # key -> JSON value (both layers)
+#: the values of ``$SOFTHARD_CACHE`` that turn the disk layer off (a user writing ``off`` means it)
+OFF_VALUES = frozenset({"0", "false", "no", "off"})
 #: the programmatic switch of the disk layer: [None] = ``$SOFTHARD_CACHE`` decides (:func:`set_disk_cache`)
 _disk_switch: list[bool | None] = [None]
 _fingerprint: list[str] = []
@@ -89,10 +91,11 @@ def set_disk_cache(enabled: bool | None) -> None:
 
 
 def disk_cache_enabled() -> bool:
-    """Whether the disk layer is on: :func:`set_disk_cache`'s setting, else ``$SOFTHARD_CACHE`` != "0"."""
+    """Whether the disk layer is on: :func:`set_disk_cache`'s setting, else ``$SOFTHARD_CACHE`` is not
+    one of :data:`OFF_VALUES` (``0``, ``false``, ``no``, ``off``, any case)."""
     if _disk_switch[0] is not None:
         return _disk_switch[0]
-    return os.environ.get("SOFTHARD_CACHE", "1") != "0"
+    return os.environ.get("SOFTHARD_CACHE", "1").strip().lower() not in OFF_VALUES
 
 
 def cache_dir() -> Path | None:

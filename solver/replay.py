@@ -365,7 +365,7 @@ def budget_hit(cert: dict) -> bool:
 #: what a replay checked (:attr:`VerifyReport.checked`), live or from a recorded artefact
 LIVE_CHECKED = "replayed from source and parameters: every non-measured field re-derived and compared"
 ARTEFACT_CHECKED = ("replayed from a recorded artefact of the same inputs and code: every Z3 query and arb check "
-                    "re-run live with the recorded answers, every non-measured field compared")
+                    "re-run live (once per process) with the recorded answers, every non-measured field compared")
 
 #: words in a re-run claim's ``reason`` that mean the replay hit a budget, not a different answer
 BUDGET_WORDS = ("timeout", "time limit", "budget")
@@ -532,7 +532,9 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
             rep.problems.extend(probs)
             rep.checked.append(ARTEFACT_CHECKED if got.from_artefact else LIVE_CHECKED)
             rep.problems.extend(got.problems)
-            rep.checked.extend(got.checked)
+            # (an artefact's measured-check lines are the recorded replay's: it is keyed by every field they read)
+            said = " (by the recorded replay)" if got.from_artefact else ""
+            rep.checked.extend(c + said for c in got.checked)
             rep.undecided = budget and len(rep.problems) == len(probs)
             if key is not None and not got.from_artefact and not rep.problems and not hashes and not _budget_hit(fresh):
                 record(key, got)  # a valid certificate's live replay: the artefact of its inputs

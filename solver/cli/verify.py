@@ -12,7 +12,11 @@ DESCRIPTION = ("Replay the certificate (docs/certificates.md): rebuild the const
                "the premises, and compare every field except the measured ones (numeric runs, timings, versions), "
                "which are checked for consistency; then the hashes. Exit 0 for a valid certificate (whatever "
                "status it records); 1 when it could not be re-checked (the replay hit --timeout or --budget and "
-               "nothing was found edited); 2 for an invalid one, naming the field by its JSON path.")
+               "nothing was found edited); 2 for an invalid one, naming the field by its JSON path. A certificate whose "
+               "replay this machine recorded before (a replay artefact in the derivation cache, keyed by every input "
+               "of the replay and the code) is checked by re-running every recorded Z3 query and arb check live and "
+               "comparing against the recorded replay, without rebuilding the construction; --no-cache replays "
+               "live.")
 
 #: default total seconds for re-proving claims (solver.replay.DEFAULT_BUDGET_S; not imported: this
 #: module stays light)
@@ -30,7 +34,7 @@ def add_arguments(p) -> None:
                    help=f"total time for re-proving claims (default {DEFAULT_BUDGET_S:g}); a claim it stops is "
                         "reported as not re-checked, never as agreement")
     p.add_argument("--no-cache", action="store_true",
-                   help="replay from a live derivation: the on-disk derivation cache off for this run (as "
+                   help="replay live: the on-disk derivation cache and its replay artefacts off for this run (as "
                         "SOFTHARD_CACHE=0); use it for a certificate from somebody else (the cache is trusted like "
                         "the installed code: docs/certificates.md)")
     p.add_argument("--json", action="store_true", help="print the verification report as JSON")

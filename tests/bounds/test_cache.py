@@ -254,3 +254,12 @@ def test_fingerprint_is_the_sympy_keyed_one_and_needs_no_sympy():
              "print('sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("value,on", [("0", False), ("off", False), ("FALSE", False), (" no ", False), ("1", True),
+                                      ("on", True), ("", True)])
+def test_the_cache_switch_reads_the_usual_off_words(monkeypatch, value, on):
+    """A new-user trial: ``SOFTHARD_CACHE=off`` left the cache on (only ``0`` turned it off)."""
+    monkeypatch.setenv("SOFTHARD_CACHE", value)
+    ST.set_disk_cache(None)
+    assert ST.disk_cache_enabled() is on

@@ -248,3 +248,20 @@ def test_model_and_tracr_hits_are_the_live_certificate(kind, tmp_path, capsys):
         assert verify_certificate(hit).ok
     finally:
         store.set_disk_cache(None)
+
+
+def test_a_batch_says_which_jobs_came_from_an_artefact(tmp_path, capsys):
+    """A new-user trial: a batch's rows and progress lines did not say which jobs a certify artefact
+    served (only a single job's summary did)."""
+    argv = ["certify", "Y a", "a S b", "--alphabet", "ab", "--regime", "U", "--n-max", "50", "--no-numeric",
+            "-o", str(tmp_path / "out") + "/", "--force", "--json"]
+    rows = []
+    for _ in range(2):
+        assert main(argv) == 0
+        cap = capsys.readouterr()
+        rows.append([json.loads(line) for line in cap.out.splitlines() if line.startswith("{\"job\":")])
+        store.set_disk_cache(None)
+    assert [r["from_artefact"] for r in rows[0]] == [False, False]
+    assert [r["from_artefact"] for r in rows[1]] == [True, True]
+    written = sorted((tmp_path / "out").iterdir())
+    assert len(written) == 2 and all(from_artefact(load_certificate(p)) for p in written)

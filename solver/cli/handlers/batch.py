@@ -153,8 +153,9 @@ def run_certify_batch(args: argparse.Namespace, jobs: list[Job],
             write_certificate(r["cert"], path, force=bool(args.force or args.resume), force_name="--force")
         row = rows[j.index] = _certify_row(j, r, path)  # counted before a Ctrl-C can arrive during the report
         reported[0] += 1
-        _report(args, row, f"[{reported[0]}/{len(jobs)}] {j.label} {_params_text(j.grid)}: {row['status']} "
-                           f"({r['seconds']:.2f} s)")
+        what = " ".join(x for x in (j.label, _params_text(j.grid)) if x)
+        came = ", from a certify artefact" if row["from_artefact"] else ""
+        _report(args, row, f"[{reported[0]}/{len(jobs)}] {what}: {row['status']} ({r['seconds']:.2f} s{came})")
         return row
 
     for j in jobs:
@@ -202,6 +203,12 @@ def _cluster_text(args: argparse.Namespace) -> str:
     return "starting"
 
 
+def _from_artefact(cert: dict | None) -> bool:
+    """Whether ``cert`` came from a certify artefact (its ``times`` has ``artefact_s``:
+    :mod:`softhard.solver.certify_memo`)."""
+    return isinstance(cert, dict) and isinstance(cert.get("times"), dict) and "artefact_s" in cert["times"]
+
+
 def _certify_row(j: Job, r: dict, path: Path | None) -> dict:
     cert = r["cert"]
     if cert is None:
@@ -213,7 +220,7 @@ def _certify_row(j: Job, r: dict, path: Path | None) -> dict:
             "kind": cert["kind"] if cert else None, "status": status, "exit": r["exit"],
             "inv_tau": cert.get("construction", {}).get("inv_tau") if cert else None,
             "inv_tau_decimal": _certified(cert) if cert else None, "seconds": round(r["seconds"], 3),
-            "resumed": r["resumed"], "certificate": str(path) if path is not None and cert is not None else None,
+            "resumed": r["resumed"], "from_artefact": _from_artefact(cert), "certificate": str(path) if path is not None and cert is not None else None,
             "error": r["error"]}
 
 
@@ -227,7 +234,8 @@ def _print_certify_table(rows: list[dict]) -> None:
         t.add_column(col, overflow="fold")
     for r in rows:
         col = {0: "green", 1: "yellow"}.get(r["exit"], "red")
-        st = _cell(f"{r['status']}" + (" (resumed)" if r["resumed"] else ""))
+        st = _cell(f"{r['status']}" + (" (resumed)" if r["resumed"] else "")
+                   + (" (certify artefact)" if r.get("from_artefact") else ""))
         t.add_row(str(r["job"]), _cell(r["input"]), _cell(" ".join(f"{k}={v}" for k, v in r["params"].items())),
                   f"[{col}]{st}[/{col}]", str(r["exit"]), r["inv_tau_decimal"] or "-", f"{r['seconds']:.2f}",
                   _cell(r["certificate"] or r["error"] or "-"))

@@ -168,10 +168,14 @@ def handle_one(args) -> int:
         write_certificate(cert, args.output, force=args.force, force_name="--force")
     if args.json:
         print(json.dumps(cert, indent=1))
+        if rec is not None:  # (stdout stays one JSON object; times.artefact_s says it too)
+            print(f"softhard: from a recorded certify of the same inputs ({rec.cert.get('created')}); --no-cache "
+                  "certifies live", file=sys.stderr)
     else:
         if rec is not None:
             print(f"from a recorded certify of the same inputs, code and libraries ({rec.cert.get('created')}): its "
                   f"{rec.calls} Z3 queries and arb checks re-run now, each answered as recorded; the measured fields "
-                  "(numeric confirmation, solver seconds) are that run's (--no-cache certifies live)")
+                  "(numeric confirmation, the search's empirical minima, solver seconds) are that run's (--no-cache "
+                  "certifies live)")
         CERTIFY[kind][1](cert, args.output, extras)
     return certified_exit(cert)
