@@ -108,7 +108,7 @@ def test_batch_lines_escape_control_characters(formulas, tmp_path, capsys):
     cap = capsys.readouterr()
     lines = cap.err.strip().splitlines()
     assert rc == 2 and len(lines) == 2
-    assert lines[0].startswith("[1/2] \\x1c[red]a : error (") and lines[1].startswith("[2/2] ")
+    assert lines[0].startswith("[1/2] \\x1c[red]a: error (") and lines[1].startswith("[2/2] ")
     assert "\\x1c[red]a" in cap.out and "\x1c" not in cap.out
 
 
