@@ -29,6 +29,7 @@ from softhard.solver.cli import main
 from softhard.solver.cli.handlers import certify as certify_handler
 from softhard.solver.cli.handlers.jobs import PRESENTATION
 from softhard.solver.kinds import verify_certificate
+from artefact_util import own_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 #: a small job (tomita4 up to n = 1000: a few seconds live)
@@ -40,16 +41,9 @@ SECONDS = ("seconds",)
 
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory):
-    """A cache of this module's own, certify artefacts on (the suite turns them off: tests/conftest.py)."""
-    with pytest.MonkeyPatch.context() as mp:
-        d = tmp_path_factory.mktemp("softhard-cache")
-        mp.setenv("SOFTHARD_CACHE_DIR", str(d))
-        mp.delenv("SOFTHARD_CACHE", raising=False)
-        mp.delenv(certify_memo.SWITCH, raising=False)
-        store.set_disk_cache(None)
+    """A cache of this module's own, certify artefacts on (tests/artefact_util.py)."""
+    with own_cache(tmp_path_factory, certify_artefacts=True) as d:
         yield d
-    store.set_disk_cache(None)
-    replay.clear_replay_cache()
 
 
 def run(tmp_path, *extra) -> dict:

@@ -9,7 +9,6 @@ or NumPy (a fresh interpreter)."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import os
@@ -26,9 +25,10 @@ from softhard.solver import replay, replay_memo
 from softhard.solver.certificate import certify
 from softhard.solver.certjson import canonical, compute_hashes
 from softhard.solver.formula_inputs import inputs as formula_inputs
-from softhard.solver.kinds import FAST_INPUTS, KINDS, verify_certificate
+from softhard.solver.kinds import FAST_INPUTS, KINDS
 from softhard.solver.pipeline import build
 from softhard.solver.replay_memo import artefact_key
+from artefact_util import fast, live, own_cache, same
 from tamper import section_edits, undetected
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,44 +41,13 @@ INPUTS = ("source", "construction.regime", "construction.params", "range", "sear
 
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory):
-    """A cache directory of this module's own: artefacts are recorded, doctored and read here only."""
-    with pytest.MonkeyPatch.context() as mp:
-        d = tmp_path_factory.mktemp("softhard-cache")
-        mp.setenv("SOFTHARD_CACHE_DIR", str(d))
-        mp.delenv("SOFTHARD_CACHE", raising=False)
-        store.set_disk_cache(None)
+    """A cache directory of this module's own (tests/artefact_util.py)."""
+    with own_cache(tmp_path_factory) as d:
         yield d
-    replay.clear_replay_cache()
 
 
 def _memo_key(cert: dict) -> bytes:
     return canonical(["formula", formula_inputs(cert), replay.replay_timeout(cert, None)])
-
-
-def fast(cert: dict, *, rerun: bool = True) -> replay.VerifyReport:
-    """verify with artefacts on and this process's memo of the certificate's replay forgotten, so
-    a recorded artefact is what serves it (when there is one); ``rerun``: its oracle calls re-run
-    (this process's memo of artefact replays forgotten too)."""
-    if rerun:
-        replay._ARTEFACTS.clear()
-    # an edit the inputs cannot be read from has no memo key (the live path reports it)
-    with contextlib.suppress(KeyError, TypeError, AttributeError):
-        replay._REPLAYS.pop(_memo_key(cert), None)
-    return verify_certificate(cert)
-
-
-def live(cert: dict) -> replay.VerifyReport:
-    """verify with the disk layer off (``verify --no-cache``): no artefact read or written."""
-    store.set_disk_cache(False)
-    try:
-        return verify_certificate(cert)
-    finally:
-        store.set_disk_cache(None)
-
-
-def same(a: replay.VerifyReport, b: replay.VerifyReport) -> tuple:
-    return (a.ok, a.problems, a.exit_code, a.undecided, a.status) == (b.ok, b.problems, b.exit_code, b.undecided,
-                                                                      b.status)
 
 
 def _cert(name: str, regime: str, **kw) -> dict:

@@ -8,7 +8,6 @@ back to the live path; a warm verify loads no SymPy, networkx or NumPy (a fresh 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import os
@@ -24,11 +23,12 @@ from softhard.constructions import gap_tasks
 from softhard.constructions.modelfile import doc_sha256, load_model
 from softhard.constructions.tracr_load import load_tracr
 from softhard.solver import model_inputs, replay
-from softhard.solver.certjson import canonical, compute_hashes
-from softhard.solver.kinds import FAST_INPUTS, KINDS, verify_certificate
+from softhard.solver.certjson import compute_hashes
+from softhard.solver.kinds import FAST_INPUTS, KINDS
 from softhard.solver.models import build_model_construction, certify_model
 from softhard.solver.replay_memo import artefact_key
 from softhard.solver.tracr import certify_tracr
+from artefact_util import fast, live, own_cache, same
 from tamper import _edited, _nodes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,22 +36,17 @@ ROOT = Path(__file__).resolve().parents[2]
 PLAN = {"exhaustive_words": 64, "random_count": 16, "random_n_max": 16}
 
 
-def recorded_lines(live: list[str]) -> list[str]:
+def recorded_lines(lines: list[str]) -> list[str]:
     """A live verify's ``checked`` lines as an artefact's verify states them: the kind's own lines
     (between the replay line and ``hashes``) marked as the recorded replay's."""
-    return live[:2] + [c + " (by the recorded replay)" for c in live[2:-1]] + live[-1:]
+    return lines[:2] + [c + " (by the recorded replay)" for c in lines[2:-1]] + lines[-1:]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory):
-    """A cache directory of this module's own: artefacts are recorded, doctored and read here only."""
-    with pytest.MonkeyPatch.context() as mp:
-        d = tmp_path_factory.mktemp("softhard-cache")
-        mp.setenv("SOFTHARD_CACHE_DIR", str(d))
-        mp.delenv("SOFTHARD_CACHE", raising=False)
-        store.set_disk_cache(None)
+    """A cache directory of this module's own (tests/artefact_util.py)."""
+    with own_cache(tmp_path_factory) as d:
         yield d
-    replay.clear_replay_cache()
 
 
 @pytest.fixture(scope="module")
@@ -67,30 +62,6 @@ def certs():
 
 def _key(cert: dict) -> str:
     return artefact_key(cert["kind"], FAST_INPUTS[cert["kind"]](cert), replay.replay_timeout(cert, None))
-
-
-def fast(cert: dict) -> replay.VerifyReport:
-    """verify with artefacts on, this process's memos of the certificate's replay forgotten: a
-    recorded artefact serves it when there is one, its oracle calls re-run."""
-    replay._ARTEFACTS.clear()
-    with contextlib.suppress(KeyError, TypeError, AttributeError):
-        replay._REPLAYS.pop(canonical([cert["kind"], KINDS[cert["kind"]].inputs(cert),
-                                       replay.replay_timeout(cert, None)]), None)
-    return verify_certificate(cert)
-
-
-def live(cert: dict) -> replay.VerifyReport:
-    """verify with the disk layer off (``verify --no-cache``): no artefact read or written."""
-    store.set_disk_cache(False)
-    try:
-        return verify_certificate(cert)
-    finally:
-        store.set_disk_cache(None)
-
-
-def same(a: replay.VerifyReport, b: replay.VerifyReport) -> bool:
-    return (a.ok, a.problems, a.exit_code, a.undecided, a.status) == (b.ok, b.problems, b.exit_code, b.undecided,
-                                                                      b.status)
 
 
 def _rehashed(cert: dict, edit) -> dict:
