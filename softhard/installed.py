@@ -16,6 +16,8 @@ own, another header layout, an unreadable file — is answered by :mod:`importli
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import re
 import sys
@@ -123,12 +125,9 @@ def _version(name: str) -> str | None:
 def version(name: str) -> str | None:
     """The installed version of the distribution ``name`` (``importlib.metadata.version(name)``),
     None when it is not installed (importlib.metadata's ``PackageNotFoundError``)."""
-    try:
+    # an unusual layout or an unreadable metadata file: importlib.metadata decides (below)
+    with contextlib.suppress(_Unusual, OSError, UnicodeError, ValueError):
         return _version(name)
-    except _Unusual:
-        pass
-    except (OSError, UnicodeError, ValueError):
-        pass
     from importlib import metadata  # the general case (see the module docstring)
 
     try:
@@ -168,12 +167,9 @@ def files(name: str) -> list[tuple[str, str]] | None:
     record, posix, as importlib.metadata's ``PackagePath`` prints it; the path it is located at)``,
     None when the distribution is not installed or lists no files (importlib.metadata's
     ``files(name)`` is None)."""
-    try:
+    # an unusual layout or an unreadable metadata file: importlib.metadata decides (below)
+    with contextlib.suppress(_Unusual, OSError, UnicodeError, ValueError):
         return _files(name)
-    except _Unusual:
-        pass
-    except (OSError, UnicodeError, ValueError):
-        pass
     from importlib import metadata  # the general case (see the module docstring)
 
     try:

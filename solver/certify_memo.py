@@ -32,6 +32,7 @@ well-formed is believed); ``certify --no-cache``, ``SOFTHARD_CACHE=0`` and
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -78,14 +79,11 @@ def machine() -> list:
     The feature line is ``/proc/cpuinfo``'s first ``flags`` (x86) or ``Features`` (ARM) line, ``""``
     where there is none."""
     flags = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith(("flags", "Features")):
-                    flags = hashlib.sha256(line.encode()).hexdigest()
-                    break
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:  # (none: "")
+        for line in f:
+            if line.startswith(("flags", "Features")):
+                flags = hashlib.sha256(line.encode()).hexdigest()
+                break
     return [platform.machine(), platform.system(), flags, os.cpu_count()]
 
 
@@ -123,12 +121,11 @@ def source_files(kind: str, source: str | None) -> list[Path]:
         return [p, base.with_name(base.name + ".json"), base.with_name(base.name + ".npz")]
     if kind == "model":
         out = [p]
-        try:
+        # (an unreadable, non-JSON or deeply nested file: the live certify says so)
+        with contextlib.suppress(OSError, ValueError, RecursionError):
             doc = json.loads(p.read_bytes())
             if isinstance(doc, dict) and isinstance(doc.get("arrays"), str):
                 out.append(p.parent / doc["arrays"])
-        except (OSError, ValueError, RecursionError):  # (a deeply nested file: the live certify says so)
-            pass
         return out
     return [p, Path(source + ".ltl")]
 

@@ -119,12 +119,11 @@ def loads(text: str, where: str = "<certificate>") -> object:
     its nesting, then its strictness, the first violation named."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise CertificateError(f"{where}: larger than {MAX_BYTES} bytes, the most a certificate may have")
-    try:
+    # (any failure of the fast path: the checks below find and name it)
+    with contextlib.suppress(ValueError, CertificateError, RecursionError):
         obj = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_float=_finite)
         if _nesting_within(obj, MAX_DEPTH) and not _SURROGATE_ESCAPE.search(text):
             return obj
-    except (ValueError, CertificateError, RecursionError):
-        pass
     ok, off = _depth_ok(text, MAX_DEPTH)
     if not ok:
         line = text.count("\n", 0, off) + 1
