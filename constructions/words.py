@@ -3,6 +3,7 @@ exact in closed form, or capped for a comparison with a limit at any length."""
 
 from __future__ import annotations
 
+import decimal
 import math
 
 from .errors import ParameterError
@@ -36,4 +37,9 @@ def word_count_text(k: int, n_max: int) -> str:
     10^12, else "about 10^e" (from logarithms: any ``n_max``)."""
     if count_words(k, n_max, cap=10**12) <= 10**12:
         return str(count_words(k, n_max))
-    return f"about 10^{int(n_max * math.log10(k))}"
+    try:
+        return f"about 10^{int(n_max * math.log10(k))}"
+    except OverflowError:  # n_max beyond float range (found by benchmarks/fuzz.py): decimal arithmetic
+        with decimal.localcontext() as ctx:
+            ctx.prec = len(str(n_max)) + 20
+            return f"about 10^{int(decimal.Decimal(n_max) * decimal.Decimal(k).log10())}"

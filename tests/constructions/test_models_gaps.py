@@ -10,6 +10,7 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
+import mpmath
 import pytest
 from models_util import brute_force, uha_doc
 
@@ -190,6 +191,10 @@ def test_word_counts_closed_form_and_capped():
     assert count_words(2, 10**60, cap=20_000) == 20_001
     assert word_count_text(2, 10**60) == f"about 10^{int(10**60 * math.log10(2))}"
     assert word_count_text(2, 3) == "14"
+    # beyond float range (fuzz find: an OverflowError, exit 3): the exponent floor(n_max·log10 k), exactly
+    with mpmath.workdps(460):
+        want = int(mpmath.floor(mpmath.mpf(10**400 - 1) * mpmath.log10(3)))
+    assert word_count_text(3, 10**400 - 1) == f"about 10^{want}"
     with pytest.raises(ParameterError, match=r"--n-max <= 13287"):
         count_words(2, 20_000)
     assert len(str(count_words(2, 13_287))) <= 4001
