@@ -101,8 +101,8 @@ def run_job(args) -> tuple[dict, dict, object]:
     recorded before (:mod:`softhard.solver.certify_memo`) is taken from its artefact when every
     recorded Z3 query and arb check re-run now answers as recorded; otherwise the kind's certify
     from :data:`CERTIFY` runs live, its oracle calls recorded, and its certificate becomes the job's
-    artefact (unless an input file changed while it ran).  ``args.no_cache``: neither (and no derivation cache: every bound derived live).
-    Raises what the kind's certify raises."""
+    artefact (unless an input file changed while it ran).  ``args.no_cache``: neither (and no
+    derivation cache: every bound derived live).  Raises what the kind's certify raises."""
     t0 = time.perf_counter()
     if getattr(args, "no_cache", False):
         set_disk_cache(False)  # before any derivation (and in each batch job)
