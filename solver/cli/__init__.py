@@ -1,4 +1,4 @@
-"""The ``softhard`` command line (console script ``softhard = softhard.solver.cli:main``).
+"""The ``softhard`` command line (its console script: :mod:`softhard.entry`, which calls :func:`main`).
 
 Commands: ``run`` (the hard and soft transformers on one word), ``bound`` (symbolic node bounds
 and required temperatures), ``confirm`` (numeric confirmation of the bounds), ``certify`` and

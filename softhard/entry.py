@@ -1,0 +1,46 @@
+"""The console script ``softhard`` (and ``python -m softhard``): :func:`softhard.solver.cli.main`
+with a Ctrl-C answered by one line from the first moment.
+
+Loading the command line takes a few tenths of a second (its parsers; a command's stages load
+later, inside :func:`~softhard.solver.cli.main`, which answers a Ctrl-C itself).  A Ctrl-C while
+this module imports it printed Python's ``KeyboardInterrupt`` traceback; here a SIGINT handler
+is installed first, prints ``softhard: interrupted`` and ends the process with status 130 (as a
+shell reports a process ended by SIGINT), and the previous handler is restored once the command
+line is loaded.  A Ctrl-C while the arguments are parsed, before the command's own handling, is
+answered the same way by :func:`main`.  Standard library only, besides the command line.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+#: exit status of an interrupted command (128 + SIGINT), as :func:`softhard.solver.cli.main` returns
+EXIT_INTERRUPTED = 130
+#: what an interrupted command prints on stderr, as :func:`softhard.solver.cli.main` does
+INTERRUPTED = "softhard: interrupted\n"
+
+
+def _interrupted_while_loading(signum, frame) -> None:  # noqa: ARG001 — the signal module's signature
+    """SIGINT during the import below: one line, exit 130 at once (``os._exit``: no half-loaded
+    module runs its clean-up; nothing has been written yet)."""
+    os.write(2, INTERRUPTED.encode())
+    os._exit(EXIT_INTERRUPTED)
+
+
+_previous = signal.signal(signal.SIGINT, _interrupted_while_loading)
+from .solver.cli import main as _cli_main  # noqa: E402 — loaded under the handler above
+
+signal.signal(signal.SIGINT, _previous)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one ``softhard`` command line (default ``sys.argv[1:]``) and return its exit status:
+    :func:`softhard.solver.cli.main`'s, or 130 with one line on stderr when interrupted before
+    the command's own handling starts."""
+    try:
+        return _cli_main(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write(INTERRUPTED)
+        return EXIT_INTERRUPTED

@@ -1,0 +1,45 @@
+"""The console script's entry (softhard/entry.py): a Ctrl-C at any moment of start-up is one line and
+exit status 130, never a traceback.
+
+The SIGINT is sent by the process to itself from an import hook at a chosen module of the command
+line's start-up, so the moment is exact (a timer would race the machine's load)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HOOK = """
+import os, signal, sys
+class Kill:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Kill())
+sys.argv = ["softhard", *{argv!r}]
+import runpy
+runpy.run_module("softhard", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("module, argv", [
+    ("softhard.solver.cli.options", ["certify", "--n-max", "10"]),    # while the command line loads
+    ("softhard.solver.cli.handlers.certify", ["certify", "--n-max", "10"]),  # while the command's stages load
+])
+def test_a_ctrl_c_during_start_up_is_one_line_and_status_130(module, argv):
+    p = subprocess.run([sys.executable, "-c", HOOK.format(module=module, argv=argv)], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 130, p.stderr
+    assert p.stderr == "softhard: interrupted\n"
+    assert p.stdout == ""
+
+
+def test_python_dash_m_softhard_is_the_command_line():
+    p = subprocess.run([sys.executable, "-m", "softhard", "--version"], capture_output=True, text=True, timeout=120)
+    q = subprocess.run([sys.executable, "-c", "import sys; from softhard.solver.cli import main; sys.exit(main(['--version']))"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == q.returncode == 0
+    assert p.stdout == q.stdout and p.stdout.startswith("softhard ")
