@@ -48,7 +48,18 @@ def bind(func: str, sig: inspect.Signature, args: tuple, kwargs: dict) -> inspec
     try:
         return sig.bind(*args, **kwargs)
     except TypeError as e:
-        raise ParameterError(f"{func}: {e}") from None
+        raise ParameterError(f"{func}: {e}; call it as {call_form(func, sig)}") from None
+
+
+def call_form(func: str, sig: inspect.Signature) -> str:
+    """How ``func`` is called, its required arguments by name: ``certify_model(c, an, ...)``
+    (``...`` when it has optional ones; keyword-only ones after ``*``)."""
+    params = list(sig.parameters.values())
+    pos = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    kw = [f"{p.name}=..." for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    optional = any(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+    parts = pos + (["*", *kw] if kw else []) + (["..."] if optional else [])
+    return f"{func}({', '.join(parts)})"
 
 
 def boundary(target: Callable, check: Callable[[dict], None] | None = None, *, raises: str = "") -> Callable:

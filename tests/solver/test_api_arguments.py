@@ -128,7 +128,10 @@ def test_unknown_keywords_are_named_with_the_accepted_ones(t4, model):
     _one_line(e, "certify: unknown keyword argument taus", "inv_tau", "max_positions")
     with pytest.raises(ParameterError) as e:
         softhard.certify(t4)
-    _one_line(e, "certify: missing a required argument: 'n_max'")
+    _one_line(e, "certify: missing a required argument: 'n_max'", "call it as certify(c, *, n_max=..., ...)")
+    with pytest.raises(ParameterError) as e:  # a trial: the message named `an` without saying where it is
+        softhard.certify_model(model[0], n_max=4)
+    _one_line(e, "certify_model: missing a required argument: 'an'", "call it as certify_model(c, an, *, n_max=..., ...)")
     with pytest.raises(ParameterError) as e:
         softhard.certify_model(*model, n_max=4, find_tau=True, max_positions=10)
     _one_line(e, "certify_model: unknown keyword argument max_positions")
