@@ -226,3 +226,12 @@ def test_a_bare_names_stable_name_follows_the_ltl_file_it_reads(tmp_path):
         assert load_spec(bare).name == example
         names.append(job_name("formula", argparse.Namespace(formula=bare, model=None, tracr=None, regime="U")))
     assert names[0] != names[1]
+
+
+def test_two_inline_formulas_in_a_batch_are_told_apart_by_name(tmp_path, capsys):
+    """A trial: every inline formula's certificate was named ``inline.REGIME.HASH8.json``."""
+    out = tmp_path / "certs"
+    assert main(["certify", "Y a", "a S !b", "--alphabet", "ab", "--regime", "U", "--n-max", "10", "--no-numeric",
+                 "-o", f"{out}/"]) == 0
+    assert sorted(p.name.split(".")[0] for p in out.glob("*.json")) == ["inline-Y_a", "inline-a_S_b"]
+    capsys.readouterr()

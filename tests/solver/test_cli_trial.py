@@ -77,7 +77,7 @@ def test_an_inline_formula_longer_than_a_file_name_is_a_formula(capsys, tmp_path
     assert main(["certify", formula, "--alphabet", "ab", "--n-max", "10", "--no-numeric", "-o", str(out)]) == 0
     assert json.loads(out.read_text())["status"] == "proved"
     assert main(["certify", formula, "--alphabet", "ab", "--n-max", "10", "--no-numeric", "-o", str(tmp_path) + "/"]) == 0
-    assert [p.name.split(".")[0] for p in tmp_path.glob("inline.*.json")] == ["inline"]
+    assert [p.name.split(".")[0] for p in tmp_path.glob("inline-*.json")] == ["inline-a" + "_a" * 16]  # 40 characters
     capsys.readouterr()
     # and the word 'a' is accepted by the formula (a | a | ... is a)
     assert main(["run", formula, "ab", "--alphabet", "ab", "--json"]) == 0

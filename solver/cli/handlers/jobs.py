@@ -97,7 +97,10 @@ def _source_bytes(kind: str, value: str | None) -> bytes:
 
 
 def job_name(kind: str, a: argparse.Namespace) -> str:
-    """The stable certificate file name of a job (module docstring): ``STEM[.REGIME].HASH8.json``."""
+    """The stable certificate file name of a job (module docstring): ``STEM[.REGIME].HASH8.json``;
+    STEM is the input file's stem, ``default`` for the embedded example, or ``inline-`` and an inline
+    formula's runs of ASCII letters and digits joined by ``_`` (``a U !b`` → ``inline-a_U_b``), at most
+    40 characters."""
     src = {"formula": a.formula, "model": a.model, "tracr": a.tracr}[kind]
     key = {k: str(v) for k, v in sorted(vars(a).items()) if k not in PRESENTATION + ("formula", "model", "tracr")}
     digest = hashlib.sha256(json.dumps({"kind": kind, "key": key}, sort_keys=True).encode()
@@ -106,8 +109,9 @@ def job_name(kind: str, a: argparse.Namespace) -> str:
         stem = "default"
     elif is_file(src) or kind != "formula":
         stem = Path(src).stem
-    else:
-        stem = "inline"
+    else:  # an inline formula: its letters and digits, so that two in one batch are told apart by name
+        words = "_".join("".join(ch if ch.isascii() and ch.isalnum() else " " for ch in src).split())
+        stem = f"inline-{words}" if words else "inline"
     stem = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in stem)[:40]
     return f"{stem}.{a.regime}.{digest}.json" if kind == "formula" else f"{stem}.{digest}.json"
 
