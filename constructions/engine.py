@@ -108,6 +108,7 @@ def _head_eval(head: Head, cols: Columns, soft: bool, inv_tau, path: str, chunk)
     if res is None and path in ("auto", "structured"):
         st = detect_structure(cols, head, Q)
         if st is not None:
+            Q = None  # not held through the structured pass (recomputed for a dense fallback: ISSUE 16)
             res = structured_eval(st, V, head.mask, head.rule, inv_tau, soft)
             if res is not None:
                 used = "structured"
@@ -119,6 +120,8 @@ def _head_eval(head: Head, cols: Columns, soft: bool, inv_tau, path: str, chunk)
                           f"discrete), using the dense path at N = {cols.N}: O(N^2) = {cols.N ** 2:.2g} scores",
                           RuntimeWarning, stacklevel=3)
         K = project(cols, head.W_K)
+        if Q is None:
+            Q = project(cols, head.W_Q)
         res = dense_eval(Q, K, V, head.mask, head.rule, inv_tau, soft, chunk)
     s, h, leak, ties = res
     tr = HeadTrace(soft=None if s is None else np.moveaxis(s, 0, -1), hard=np.moveaxis(h, 0, -1), leak=leak,
