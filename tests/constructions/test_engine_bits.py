@@ -77,6 +77,26 @@ def test_reduce_gives_the_full_traces_values(n):
     assert np.array_equal(got.x, full.x)
 
 
+def test_heads_only_gives_the_full_passes_head_traces():
+    """forward_pass(heads_only=True) — the adversarial search's pass, which stops after the last
+    attention sublayer — gives every head the trace of the full forward pass, bit for bit, and
+    really skips the MLPs after the last head (its x differs from the model's output)."""
+    model = _model()
+    assert model.blocks[-1].heads and model.blocks[-1].mlps  # there is something to skip
+    tok = model.encode(list(dict.fromkeys(periodic_words(model.alphabet, 40, 3) + edge_words(model.alphabet, 40))))
+    for inv_tau in (INV_TAU, 3.0):
+        full = forward(model, tok, mode="soft", inv_tau=inv_tau)
+        got, _, _ = forward_pass(model, tok, soft=True, inv_tau=inv_tau, path="auto", chunk=None,
+                                 keep_residuals=False, pair=False, heads_only=True)
+        assert list(got.heads) == list(full.heads)
+        for name, tr in full.heads.items():
+            g = got.heads[name]
+            for f in ("soft", "hard", "leak", "ties"):
+                assert np.array_equal(getattr(g, f), getattr(tr, f)), (name, f)
+            assert g.path == tr.path and g.score_scale == tr.score_scale
+        assert not np.array_equal(got.x, full.x)
+
+
 @pytest.mark.parametrize("n", [10, 100, 1000])
 def test_adversarial_words_match_the_full_trace_search(n):
     model = _model()
