@@ -108,6 +108,7 @@ def _head_eval(head: Head, cols: Columns, soft: bool, inv_tau, path: str, chunk)
     if res is None and path in ("auto", "structured"):
         st = detect_structure(cols, head, Q)
         if st is not None:
+            Q = None  # not held through the structured pass (recomputed for a dense fallback: ISSUE 16)
             res = structured_eval(st, V, head.mask, head.rule, inv_tau, soft)
             if res is not None:
                 used = "structured"
@@ -119,6 +120,8 @@ def _head_eval(head: Head, cols: Columns, soft: bool, inv_tau, path: str, chunk)
                           f"discrete), using the dense path at N = {cols.N}: O(N^2) = {cols.N ** 2:.2g} scores",
                           RuntimeWarning, stacklevel=3)
         K = project(cols, head.W_K)
+        if Q is None:
+            Q = project(cols, head.W_Q)
         res = dense_eval(Q, K, V, head.mask, head.rule, inv_tau, soft, chunk)
     s, h, leak, ties = res
     tr = HeadTrace(soft=None if s is None else np.moveaxis(s, 0, -1), hard=np.moveaxis(h, 0, -1), leak=leak,
@@ -165,7 +168,7 @@ class Trace:
 
 def forward_pass(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, chunk, keep_residuals: bool,
                  pair: bool, hard_columns: Sequence[int] | None = None,
-                 reduce: Callable[[str, HeadTrace], object] | None = None):
+                 reduce: Callable[[str, HeadTrace], object] | None = None, heads_only: bool = False):
     """Shared forward pass.  With ``pair``, the hard model runs alongside the soft one as an
     overlay of the columns where their residual streams differ; returns
     ``(soft trace, hard trace or None, {c: hard column} for hard_columns)``.
@@ -174,14 +177,19 @@ def forward_pass(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, 
     trace's ``heads`` then holds what it returns instead of the trace, so the head's ``(B, N)``
     arrays are freed as soon as its output is added to the stream (the peak memory of a long batch
     drops by about four such arrays per head: ISSUE 16, the adversarial search at n = 10^4).  The
-    values computed are the same with or without it."""
+    values computed are the same with or without it.
+
+    ``heads_only``: stop after the attention sublayer of the last block with heads (its MLPs and
+    later blocks change no head's trace); the soft trace's ``x`` is then the stream there, not the
+    model's output (the adversarial search reads the heads only)."""
     X = embed_cols(model, tokens)
     cols = Columns(X)
     over: dict[int, np.ndarray] | None = {} if pair else None
     traces: dict[str, HeadTrace] = {}
     htraces: dict[str, HeadTrace] = {}
     residuals = [X.copy().transpose(1, 2, 0)] if keep_residuals else []
-    for blk in model.blocks:
+    last = max((i for i, b in enumerate(model.blocks) if b.heads), default=-1) if heads_only else None
+    for bi, blk in enumerate(model.blocks):
         upd_s: dict[int, np.ndarray] = {}
         upd_h: dict[int, np.ndarray] = {}
         for h in blk.heads:
@@ -201,6 +209,8 @@ def forward_pass(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, 
                 accumulate(upd_h, hh, h.W_O)
             tr = so = ho = None  # (with ``reduce``, nothing holds the head's arrays from here on)
         _apply(X, cols, over, upd_s, upd_h if pair else None, None)
+        if bi == last:
+            break
         for m in blk.mlps:
             if isinstance(m, ResidualLayerNorm):  # overwrites its target columns (exactly, no x + (y − x))
                 ys = m.normalise([cols.get(int(c)) for c in m.coords])

@@ -147,8 +147,10 @@ def _discrete_levels(x: np.ndarray, max_levels: int):
         return np.array([lo]), None
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return None
-    sample = np.unique(np.concatenate([x[0, :1024], x[-1, -1024:]]))
-    if len(sample) > max_levels:
+    # distinct values of a sample, counted on the sorted sample (np.unique's count: equal under ==,
+    # no NaN here; np.unique would load numpy.ma, ~10 ms of every certify's start: ISSUE 16)
+    sample = np.sort(np.concatenate([x[0, :1024], x[-1, -1024:]]))
+    if 1 + np.count_nonzero(sample[1:] != sample[:-1]) > max_levels:
         return None
     is_hi = x == hi
     both = is_hi | (x == lo)

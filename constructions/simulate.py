@@ -335,7 +335,7 @@ def adversarial_words(model: Transformer, n: int, inv_tau: float, *, max_period:
     check_inv_tau(inv_tau)
     for chunk in _batches(cands, n, len(cands), BATCH_POSITIONS):
         soft, _, _ = forward_pass(model, model.encode(chunk), soft=True, inv_tau=float(inv_tau), path="auto",
-                                  chunk=None, keep_residuals=False, pair=False, reduce=crits)
+                                  chunk=None, keep_residuals=False, pair=False, reduce=crits, heads_only=True)
         for name, per_head in soft.heads.items():
             for key, per_word in per_head:
                 k = int(np.argmax(per_word))

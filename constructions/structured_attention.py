@@ -205,6 +205,7 @@ def affine_scan(alpha: np.ndarray, betas: list[np.ndarray]) -> list[np.ndarray]:
     tmp2 = np.empty((k, b, nb - 1))
     np.multiply(A[None, :, 1:], Z[:, None, :-1], out=tmp2)
     Y[:, :, 1:] += tmp2
+    A = Z = tmp = tmp2 = None  # freed before the copy below (a lower peak of fresh pages: ISSUE 16)
     out = np.ascontiguousarray(Y.transpose(0, 2, 1)).reshape(k, -1)
     return [out[j, :m] for j in range(k)]
 
@@ -396,6 +397,9 @@ def _structured_eval_order(st: _Struct, V, mask, rule, inv_tau, soft, rev):
         vm = [V_acc[l] if full else V_acc[l][idx] for l in range(dv)]
         vals = [x[li] for x in vm]
         cands.append((score, vals, idx, li, vm, dif, brk))
+    # the loop's last temporaries and the accumulation-order copies are not read below: freed
+    # here, they are not held through the soft pass (fewer fresh pages per head: ISSUE 16)
+    cnt = mem = invalid = am = ok = row = a_acc = V_acc = code_acc = None
     bos_score = st.bos
     bos_vals = [np.broadcast_to(V[l][:, :1], (B, N)) for l in range(dv)]
     scores = [c[0] for c in cands] + [bos_score]
@@ -406,7 +410,6 @@ def _structured_eval_order(st: _Struct, V, mask, rule, inv_tau, soft, rev):
     ties8 = np.zeros((B, N), dtype=np.uint8)  # at most max_groups + 1 candidates per row
     for x in amax:
         ties8 += x.view(np.uint8)
-    ties = ties8.astype(np.int64)
     allvals = [c[1] for c in cands] + [bos_vals]
     hard = np.empty((dv, B, N))
     if ties8.max() == 1:  # one candidate per row: copy its value (the masks come in long runs)
@@ -420,7 +423,7 @@ def _structured_eval_order(st: _Struct, V, mask, rule, inv_tau, soft, rev):
         for x, vs in zip(amax, allvals):
             for l in range(dv):
                 hard[l] += x * vs[l]
-        hard /= ties[None]
+        hard /= ties8.astype(np.int64)[None]
     else:
         # unique hard attention with ties between candidates: the leftmost / rightmost position
         hard[...] = 0.0
@@ -439,7 +442,7 @@ def _structured_eval_order(st: _Struct, V, mask, rule, inv_tau, soft, rev):
             for l in range(dv):
                 hard[l] += sel * vs[l]
     if not soft:
-        return None, hard, None, ties
+        return None, hard, None, ties8.astype(np.int64)
     # soft: weights relative to the row maximum; candidates in the argmax set weigh exactly 1.
     # A candidate whose weight flushes to 0 on every row (EXP_FLUSH) contributes nothing, and
     # neither does its group's tail (every tail term weighs less than the group's best).
@@ -474,7 +477,7 @@ def _structured_eval_order(st: _Struct, V, mask, rule, inv_tau, soft, rev):
     tot = np.add(rest, ties8)
     num /= tot[None]
     rest /= tot
-    return num, hard, rest, ties
+    return num, hard, rest, ties8.astype(np.int64)  # (int64 made here: not held through the soft pass)
 
 
 def _group_tails(li: np.ndarray, m: int, vm: list, dif: np.ndarray | None, brk: np.ndarray | None,
@@ -491,6 +494,7 @@ def _group_tails(li: np.ndarray, m: int, vm: list, dif: np.ndarray | None, brk: 
     if m > 1:
         t = np.multiply(dif, -inv_tau)
         exp_flush(t, out=alpha[1:])
+        t = None  # not held through the scan
         if brk is not None:
             alpha[1:][brk] = 0.0
     if not alpha.any() and all(np.isfinite(v).all() and not np.signbit(v).any() for v in vm):
@@ -519,4 +523,5 @@ def scan_tails(li: np.ndarray, alpha: np.ndarray, vm: list):
             np.multiply(alpha[1:], v[:-1], out=bl[1:])
             betas.append(bl)
         zs = affine_scan(alpha, betas)
+        betas = bl = None  # not held through the gathers below
     return zs[0][li], [z[li] for z in zs[1:]]

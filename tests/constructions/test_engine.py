@@ -291,6 +291,11 @@ def test_fallback_when_a_decreases_towards_the_query(mask):
     x = embed_cols(m, np.random.default_rng(1).integers(1, 4, size=(2, 40))).transpose(1, 2, 0)
     tr = run_head(h, x, soft=True, inv_tau=1.5)
     assert tr.path == "dense"
+    # the fallback recomputes the query projection (freed for the structured attempt): the same bits
+    # as the dense path run directly
+    d = run_head(h, x, soft=True, inv_tau=1.5, path="dense")
+    for f in ("soft", "hard", "leak", "ties"):
+        assert np.array_equal(getattr(tr, f), getattr(d, f)), f
     with pytest.raises(ParameterError):
         run_head(h, x, soft=True, inv_tau=1.5, path="structured")
 

@@ -3,11 +3,15 @@ the stacked :func:`affine_scan` equals the one-beta-at-a-time scan it replaced, 
 skips the scan exactly when its result is +0 everywhere, the weight-sparsity memo gives what
 ``np.flatnonzero`` gives (also after an in-place edit),
 ``forward_pass(reduce=...)`` gives the same per-head results as the full traces,
-:func:`adversarial_words` picks the words a search over the full traces picks, and
+:func:`adversarial_words` picks the words a search over the full traces picks, the level count
+of ``_discrete_levels`` is ``np.unique``'s (and a forward pass loads no ``numpy.ma``), and
 :func:`reuse_memory` leaves every computed array bit-identical and restores NumPy's huge-page
 switch (also when nested or left by an exception)."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -16,7 +20,7 @@ from softhard.constructions import engine
 from softhard.constructions.compile import assign_attention, compile_formula
 from softhard.constructions.engine import forward, forward_pass, reuse_memory
 from softhard.constructions.parse import parse_formula
-from softhard.constructions.residual import nonzero_rows, sparsity
+from softhard.constructions.residual import _discrete_levels, nonzero_rows, sparsity
 from softhard.constructions.simulate import adversarial_words, edge_words, periodic_words
 from softhard.constructions.softmax import exp_flush
 from softhard.constructions.structured_attention import _group_tails, _to_blocks, affine_scan, scan_tails
@@ -73,12 +77,78 @@ def test_reduce_gives_the_full_traces_values(n):
     assert np.array_equal(got.x, full.x)
 
 
+def test_heads_only_gives_the_full_passes_head_traces():
+    """forward_pass(heads_only=True) — the adversarial search's pass, which stops after the last
+    attention sublayer — gives every head the trace of the full forward pass, bit for bit, and
+    really skips the MLPs after the last head (its x differs from the model's output)."""
+    model = _model()
+    assert model.blocks[-1].heads and model.blocks[-1].mlps  # there is something to skip
+    tok = model.encode(list(dict.fromkeys(periodic_words(model.alphabet, 40, 3) + edge_words(model.alphabet, 40))))
+    for inv_tau in (INV_TAU, 3.0):
+        full = forward(model, tok, mode="soft", inv_tau=inv_tau)
+        got, _, _ = forward_pass(model, tok, soft=True, inv_tau=inv_tau, path="auto", chunk=None,
+                                 keep_residuals=False, pair=False, heads_only=True)
+        assert list(got.heads) == list(full.heads)
+        for name, tr in full.heads.items():
+            g = got.heads[name]
+            for f in ("soft", "hard", "leak", "ties"):
+                assert np.array_equal(getattr(g, f), getattr(tr, f)), (name, f)
+            assert g.path == tr.path and g.score_scale == tr.score_scale
+        assert not np.array_equal(got.x, full.x)
+
+
 @pytest.mark.parametrize("n", [10, 100, 1000])
 def test_adversarial_words_match_the_full_trace_search(n):
     model = _model()
     want, outs = _search_reference(model, n, INV_TAU)
     assert outs  # the formula has an average-hard head: the ":output" criterion is exercised
     assert adversarial_words(model, n, INV_TAU) == want
+
+
+def test_discrete_levels_count_is_np_unique_count():
+    """_discrete_levels refuses a column exactly when its sample (first row's first 1024, last row's
+    last 1024 real positions) has more distinct values than max_levels, as np.unique counts them
+    (−0.0 and 0.0 one value), and otherwise finds the column's levels."""
+    rng = np.random.default_rng(3)
+    for trial in range(60):
+        k = int(rng.integers(2, 7))
+        levels = rng.choice(np.array([-0.0, 0.0, 1.0, 0.5, -2.0, 3.25, 1e-300, 7.0]), size=k, replace=False)
+        x = rng.choice(levels, size=(int(rng.integers(1, 4)), int(rng.integers(2, 3000))))
+        x[0, 0], x[-1, -1] = levels.min(), levels.max()  # lo != hi unless the levels are ±0 only
+        sample = np.concatenate([x[0, :1024], x[-1, -1024:]])
+        for max_levels in range(1, 8):
+            res = _discrete_levels(x, max_levels)
+            if x.min() == x.max():
+                continue
+            if len(np.unique(sample)) > max_levels:
+                assert res is None
+            elif res is not None:
+                vals, idx = res
+                assert np.array_equal(vals[idx], x) and len(vals) == len(np.unique(x))
+            else:  # the sample fits, the whole column has more levels
+                assert len(np.unique(x)) > max_levels
+
+
+def test_forward_pass_loads_no_numpy_ma():
+    """A fresh interpreter's forward pass over words whose key columns take two levels (the level
+    count ran np.unique, whose masked-array check loads numpy.ma: ~10 ms of a certify's start) has
+    no ``numpy.ma`` in ``sys.modules``; np.unique afterwards loads it (the probe can see it)."""
+    probe = (
+        "import sys, numpy as np\n"
+        "from softhard.constructions.compile import compile_formula\n"
+        "from softhard.constructions.engine import forward\n"
+        "from softhard.constructions.parse import parse_formula\n"
+        "from softhard.constructions.residual import _discrete_levels\n"
+        "from softhard.constructions.weights import build_transformer\n"
+        "m = build_transformer(compile_formula(parse_formula('P (a & Y b) | (!a S b)'), ['a', 'b']), 'T')\n"
+        "forward(m, m.encode([tuple('abba' * 5), tuple('aabb' * 5)]), mode='soft', inv_tau=50.0)\n"
+        "assert _discrete_levels(np.array([[0.0, 1.0, 0.5, 1.0]]), 4)[0].tolist() == [0.0, 0.5, 1.0]\n"
+        "before = 'numpy.ma' in sys.modules\n"
+        "np.unique(np.array([1.0, 2.0]))\n"
+        "print(before, 'numpy.ma' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert out.stdout.split() == ["False", "True"]
 
 
 def test_reuse_memory_same_values_and_restores_the_switch():
