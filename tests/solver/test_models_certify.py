@@ -19,6 +19,7 @@ from softhard.constructions.random_models import random_model_doc
 from softhard.solver import model_inputs, models
 from softhard.solver.certjson import compute_hashes, load_certificate
 from softhard.solver.cli import main
+from softhard.solver.cli.handlers.certificates import print_model_certificate
 from softhard.solver.kinds import KINDS, verify_certificate
 from softhard.solver.models import build_model_construction, certify_model
 from softhard.solver.replay import clear_replay_cache, measured_fields
@@ -376,3 +377,21 @@ def test_uniform_tieless_in_gap_and_certificate(tmp_path, capsys, monkeypatch):
     c2["source"]["premises"]["follow"]["tieless"] = False
     fields, _ = _problems(_rehash(c2))
     assert "source.premises.follow.tieless" in fields
+
+
+def test_a_head_observed_above_a_zero_bound_is_printed(cert, capsys):
+    """Found certifying an imported torch encoder at 1/τ = 10^5: a head's bound underflowed to 0 and
+    float64 rounding of its weights left 2.8e-17 — ``worst_ratio`` null (observed/0), and the summary
+    crashed formatting it (exit 3 after the certificate was written)."""
+    c = copy.deepcopy(cert)
+    head = next(iter(c["numeric"]["heads"]))
+    c["numeric"]["heads"][head].update(worst_ratio=None, observed=2.7755575615628914e-17, bound=0.0, n=3,
+                                       allowance_abs=3.1082233086775376e-12, violations=0)
+    print_model_certificate(c, None)
+    out = capsys.readouterr().out
+    assert (f"head {head}: bound 0 at n = 3, worst observed 2.78e-17 (float64 rounding: within the allowance "
+            "3.11e-12)") in out
+    c["numeric"]["heads"][head].update(observed=1e-3, violations=1)
+    print_model_certificate(c, None)
+    assert f"head {head}: bound 0 at n = 3, worst observed 0.001 ABOVE the bound plus the rounding allowance" \
+        in capsys.readouterr().out

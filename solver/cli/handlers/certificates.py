@@ -199,12 +199,24 @@ def print_model_certificate(cert: dict, path=None, extras: dict | None = None) -
                   + (f" (+{ung} on outputs whose margin is <= epsilon: rounding not claimed)" if ung else "")
                   + f", {'no bound exceeded' if num['ok'] else '[red]A BOUND WAS EXCEEDED OR AN OUTPUT DIFFERS[/red]'}")
         for h, r in (num.get("heads") or {}).items():
-            con.print(f"  head {h}: observed/bound {r['worst_ratio']:.3g} (worst {r['observed']:.3g} vs bound "
-                      f"{r['bound']:.3g} at n = {r['n']})")
+            con.print(head_row_text(h, r))
     extra = "" if cert["status"] != "unknown" or pr["status"].startswith("established") else \
         " (claims conditional on premises found by search, not proved)"
     print_float64_premise(con, cert)
     con.print(status_line(cert, path, extra))
+
+
+def head_row_text(head: str, r: dict) -> str:
+    """One head's row of a model certificate's numeric section (``numeric.heads``): observed/bound
+    at its worst length; a zero bound with an observation above it (``worst_ratio`` null: strict
+    JSON has no infinity) is said in words, within the float64 rounding allowance or not."""
+    if r["worst_ratio"] is not None:
+        return (f"  head {head}: observed/bound {r['worst_ratio']:.3g} (worst {r['observed']:.3g} vs bound "
+                f"{r['bound']:.3g} at n = {r['n']})")
+    within = r["observed"] <= r["bound"] + r["allowance_abs"]
+    return (f"  head {head}: bound {r['bound']:.3g} at n = {r['n']}, worst observed {r['observed']:.3g} "
+            + (f"(float64 rounding: within the allowance {r['allowance_abs']:.3g})" if within
+               else f"[red]ABOVE the bound plus the rounding allowance {r['allowance_abs']:.3g}[/red]"))
 
 
 def _tol_txt(answer: dict, var: str) -> str:
