@@ -35,14 +35,7 @@ if TYPE_CHECKING:  # annotations only: lark itself is imported on first use (:fu
     from lark import Lark, Token, Tree
     from lark.exceptions import UnexpectedInput
 
-__all__ = [
-    "FormulaSpec",
-    "parse_formula",
-    "parse_alphabet",
-    "parse_spec",
-    "load_spec",
-    "tokenize",
-]
+__all__ = ["FormulaSpec", "parse_formula", "parse_alphabet", "parse_spec", "load_spec", "tokenize"]
 
 OPERATOR_LETTERS = frozenset("YXPHFGSU")
 ACCEPT_AT = ("first", "last")
@@ -57,12 +50,9 @@ Position = tuple[int, int]  # (line, column), both 1-based
 
 @lru_cache(maxsize=1)
 def _lark():
-    """The ``lark`` package (its ``exceptions`` submodule loaded), imported on first use: a model
-    file's or a Tracr export's certify imports this module (through the formula pipeline the
-    certificate code shares) but parses no formula, and importing lark costs ~0.1 s of CPU (ISSUE 16)."""
-    import lark  # third-party, lazily (above)
-    import lark.exceptions
-
+    """``lark`` (with ``lark.exceptions``), imported on first use: a model file's or Tracr export's
+    certify loads this module but parses no formula, and lark costs ~0.1 s CPU to import (ISSUE 16)."""
+    import lark.exceptions  # third-party, lazily; binds ``lark`` too
     return lark
 
 
