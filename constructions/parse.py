@@ -25,22 +25,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from typing import TYPE_CHECKING
 
 from .ast import Atom, Binary, Compare, Const, Formula, Linear, Parity, Unary, acceptance_position, nesting_depth, symbols
 from .errors import FormulaError, FormulaSyntaxError, InputFileError, ParameterError
 from .paths import is_file
 
-__all__ = [
-    "FormulaSpec",
-    "parse_formula",
-    "parse_alphabet",
-    "parse_spec",
-    "load_spec",
-    "tokenize",
-]
+if TYPE_CHECKING:  # annotations only: lark itself is imported on first use (:func:`_lark`)
+    from lark import Lark, Token, Tree
+    from lark.exceptions import UnexpectedInput
+
+__all__ = ["FormulaSpec", "parse_formula", "parse_alphabet", "parse_spec", "load_spec", "tokenize"]
 
 OPERATOR_LETTERS = frozenset("YXPHFGSU")
 ACCEPT_AT = ("first", "last")
@@ -54,11 +49,19 @@ Position = tuple[int, int]  # (line, column), both 1-based
 
 
 @lru_cache(maxsize=1)
+def _lark():
+    """``lark`` (with ``lark.exceptions``), imported on first use: a model file's or Tracr export's
+    certify loads this module but parses no formula, and lark costs ~0.1 s CPU to import (ISSUE 16)."""
+    import lark.exceptions  # third-party, lazily; binds ``lark`` too
+    return lark
+
+
+@lru_cache(maxsize=1)
 def _parser() -> Lark:
     grammar = resources.files(__package__).joinpath("grammar.lark").read_text(encoding="utf-8")
     # cache=True: Lark stores the built LALR tables in the temp directory, keyed by a hash of the
     # grammar, the options and Lark's version (0.5 s of every command's start-up without it)
-    return Lark(grammar, parser="lalr", lexer="basic", start="start", maybe_placeholders=False, cache=True)
+    return _lark().Lark(grammar, parser="lalr", lexer="basic", start="start", maybe_placeholders=False, cache=True)
 
 
 # Terminals that can begin a formula; when any of them is expected we just say "a formula".
@@ -106,7 +109,7 @@ def _describe_found(tok: Token) -> str:
 
 
 def _error_position(e: UnexpectedInput) -> Position:
-    if isinstance(e, UnexpectedToken) and e.token.type == "$END":
+    if isinstance(e, _lark().exceptions.UnexpectedToken) and e.token.type == "$END":
         tok = e.token
         if getattr(tok, "end_line", None) is not None and tok.end_column is not None:
             return tok.end_line, tok.end_column
@@ -116,14 +119,14 @@ def _error_position(e: UnexpectedInput) -> Position:
 
 def _syntax_error(e: UnexpectedInput, text: str, source: str) -> FormulaSyntaxError:
     line, col = _error_position(e)
-    if isinstance(e, UnexpectedCharacters):
+    if isinstance(e, _lark().exceptions.UnexpectedCharacters):
         pos = e.pos_in_stream
         ch = text[pos] if pos is not None and 0 <= pos < len(text) else "?"
         if ch == '"':
             msg = "unterminated quoted symbol (a quoted symbol ends with '\"' on the same line)"
         else:
             msg = f"unexpected character {ch!r}"
-    elif isinstance(e, UnexpectedToken):
+    elif isinstance(e, _lark().exceptions.UnexpectedToken):
         tok = e.token
         expected = set(e.expected)
         if e.interactive_parser is not None:  # exact set: LALR lookaheads over-approximate it
@@ -145,7 +148,7 @@ def _syntax_error(e: UnexpectedInput, text: str, source: str) -> FormulaSyntaxEr
 
 
 def _token(node: Tree | Token) -> Token:
-    if not isinstance(node, Token):  # pragma: no cover - the grammar guarantees a token
+    if not isinstance(node, _lark().Token):  # pragma: no cover - the grammar guarantees a token
         raise AssertionError(f"expected a token, got {node!r}")
     return node
 
@@ -166,7 +169,7 @@ class _Builder:
         return FormulaSyntaxError(message, source=self.source, line=line, column=column)
 
     def formula(self, t: Tree | Token) -> Formula:
-        if isinstance(t, Token):  # pragma: no cover - grammar never yields a bare token here
+        if isinstance(t, _lark().Token):  # pragma: no cover - grammar never yields a bare token here
             raise self.error(t, f"unexpected {t.value!r}")
         kind = t.data
         if kind == "start":
@@ -214,7 +217,7 @@ class _Builder:
         const = 0
         sign = 1
         for child in t.children:
-            if isinstance(child, Token):  # SIGN between terms
+            if isinstance(child, _lark().Token):  # SIGN between terms
                 sign = -1 if child == "-" else 1
                 continue
             if child.data == "signed_term":
@@ -274,7 +277,7 @@ MAX_NESTING = 100
 def _parse_with_positions(text: str, source: str) -> tuple[Formula, dict[str, Position]]:
     try:
         tree = _parser().parse(text)
-    except UnexpectedInput as e:
+    except _lark().exceptions.UnexpectedInput as e:
         raise _syntax_error(e, text, source) from None
     builder = _Builder(source)
     too_deep = f"formula is nested too deeply (more than {MAX_NESTING} levels)"
@@ -322,7 +325,7 @@ def _alphabet_with_positions(text: str, source: str, line: int = 1, col0: int = 
             raise FormulaSyntaxError("unterminated quoted symbol in alphabet", source=source,
                                      line=line, column=col)
         if m.lastgroup == "quoted":
-            sym = _unquote(Token("STRING", raw, line=line, column=col), source)
+            sym = _unquote(_lark().Token("STRING", raw, line=line, column=col), source)
         else:
             sym = raw
             if len(sym) != 1 or not (sym.isascii() and sym.isalnum()) or sym in OPERATOR_LETTERS:

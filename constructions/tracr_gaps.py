@@ -196,15 +196,22 @@ def _rows_to_states(num: np.ndarray, den: int) -> dict[State, np.ndarray]:
     return out
 
 
-def _state_ids(num: np.ndarray, den: int) -> tuple[np.ndarray, list[State]]:
-    """Per row of ``num/den`` (2-d) the index of its distinct state, and the states."""
-    states = _rows_to_states(num, den)
-    ids = np.zeros(num.shape[0], dtype=np.int64)
-    out = []
-    for k, (s, mask) in enumerate(states.items()):
-        ids[mask] = k
-        out.append(s)
-    return ids, out
+def _state_table(num: np.ndarray, den: int) -> tuple[np.ndarray, list[State], list[int]]:
+    """Per row of ``num/den`` (2-d) the index of its distinct state, the states (in the order of
+    :func:`_rows_to_states`) and how many rows each has.  Integer numerators: the indices are
+    :func:`unique_rows`' inverse and the counts its ``bincount`` (one pass, no mask per state)."""
+    if num.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64), [], []
+    if num.dtype == object:
+        ids = np.zeros(num.shape[0], dtype=np.int64)
+        out, counts = [], []
+        for k, (s, mask) in enumerate(_rows_to_states(num, den).items()):
+            ids[mask] = k
+            out.append(s)
+            counts.append(int(mask.sum()))
+        return ids, out, counts
+    u, inv = unique_rows(num)
+    return inv, [tuple(Fraction(int(v), den) for v in r) for r in u], np.bincount(inv, minlength=len(u)).tolist()
 
 
 class _Case:
@@ -342,18 +349,19 @@ def _batch(hm: HardModel, eng: ExactEngine, tok: np.ndarray, heads, cases, mlps,
             st = heads[h.name]
             # states
             xs = x.num[:, 1:, :]
+            tables = []  # per (query, key) side: state index per row, the states, rows per state
             for coords, dest in ((st.q_coords, st.q_states), (st.k_coords, st.k_states)):
-                for s, mask in _rows_to_states(xs[..., coords].reshape(B * n, len(coords)), x.den).items():
-                    dest[s] = dest.get(s, 0) + int(mask.sum())
+                tables.append(_state_table(xs[..., coords].reshape(B * n, len(coords)), x.den))
+                for s, cnt in zip(tables[-1][1], tables[-1][2]):
+                    dest[s] = dest.get(s, 0) + cnt
             bq = tuple(Fraction(int(v), x.den) for v in x.num[0, 0, st.q_coords])
             bk = tuple(Fraction(int(v), x.den) for v in x.num[0, 0, st.k_coords])
             st.bos_q, st.bos_k = bq, bk
             both = xs[..., st.q_coords + st.k_coords].reshape(B * n, len(st.q_coords) + len(st.k_coords))
-            for s in _rows_to_states(both, x.den):
+            for s in _state_table(both, x.den)[1]:
                 st.self_pairs.add((s[: len(st.q_coords)], s[len(st.q_coords):]))
             # (query state, key state) pairs that meet in one word under the mask
-            qid, qs_ = _state_ids(xs[..., st.q_coords].reshape(B * n, len(st.q_coords)), x.den)
-            kid, ks_ = _state_ids(xs[..., st.k_coords].reshape(B * n, len(st.k_coords)), x.den)
+            (qid, qs_, _), (kid, ks_, _) = tables
             qid, kid = qid.reshape(B, n), kid.reshape(B, n)
             am = attend_matrix(h.mask, N)[1:, 1:]
             bi, ii, jj = np.nonzero(np.broadcast_to(am, (B, n, n)))

@@ -255,16 +255,34 @@ class ProofCache:
     and the call's options, so the proof a search found is the proof the certificate records
     (never shared between a certify and a verify: each creates its own).  Inside a verify with a
     total budget (:data:`VERIFY_DEADLINE`) each claim gets at most the time left, and none once it
-    is spent (status unknown, reason :data:`BUDGET_SPENT`)."""
+    is spent (status unknown, reason :data:`BUDGET_SPENT`).
+
+    A claim checked with one ``minimise`` and asked again with the other (a τ search proves without
+    minimising, the certificate's claims with: ISSUE 16, every query of a model certify ran twice)
+    gets the recorded result when it has no counterexample: ``minimise`` acts only after the boxes
+    refuted the claim (:func:`check_claim`), so without a refutation both calls make the same
+    oracle calls with the same arguments in the same order, and the recorded answers are a possible
+    run of the other call (an answer depends on its query and, through a time limit, the wall clock
+    only; the argument of :func:`softhard.solver.replay_memo.rerun_transcript`).  A refuted claim is
+    checked again."""
 
     def __init__(self) -> None:
         self._results: dict[tuple, ClaimResult] = {}
 
+    @staticmethod
+    def _key(claim: Claim, options: dict) -> tuple:
+        return (srepr_of(claim.expr), claim.eta, claim.n_lo, claim.n_hi, claim.poly_exp,
+                tuple(sorted(options.items())))
+
     def check(self, claim: Claim, **options) -> ClaimResult:
-        """:func:`check_claim` of ``claim`` with ``options``, computed once."""
-        key = (srepr_of(claim.expr), claim.eta, claim.n_lo, claim.n_hi, claim.poly_exp,
-               tuple(sorted(options.items())))
+        """:func:`check_claim` of ``claim`` with ``options``, computed once (or taken from the same
+        claim and options checked with the other ``minimise`` and no counterexample: class docstring)."""
+        key = self._key(claim, options)
         if key not in self._results:
+            other = self._results.get(self._key(claim, {**options, "minimise": not options.get("minimise", True)}))
+            if other is not None and other.counterexample is None:
+                self._results[key] = other
+                return other
             deadline = VERIFY_DEADLINE.get()
             if deadline is not None:
                 left = deadline - time.perf_counter()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -443,3 +446,28 @@ def test_grammar_is_package_data() -> None:
     grammar = resources.files("softhard.constructions").joinpath("grammar.lark")
     assert grammar.is_file()
     assert "CMP_OP" in grammar.read_text(encoding="utf-8")
+
+
+LAZY_PROBE = """
+import json, sys
+from softhard.solver.cli.handlers import certify_model, certify_tracr  # the model and Tracr kinds' certify
+before = "lark" in sys.modules
+from softhard.constructions.parse import parse_formula
+f = parse_formula("a U b")
+try:
+    parse_formula("a U (b")
+    err = None
+except Exception as e:
+    err = [type(e).__name__, e.line, e.column]
+print(json.dumps({"before": before, "after": "lark" in sys.modules, "repr": repr(f), "err": err}))
+"""
+
+
+def test_lark_is_imported_by_the_first_parse_not_by_the_kinds_that_parse_no_formula():
+    out = subprocess.run([sys.executable, "-c", LAZY_PROBE], capture_output=True, text=True, timeout=120, check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["before"] is False and got["after"] is True
+    assert got["repr"] == repr(B_("U", a, b))
+    with pytest.raises(FormulaSyntaxError) as e:  # the same error, in this process
+        parse_formula("a U (b")
+    assert got["err"] == ["FormulaSyntaxError", e.value.line, e.value.column]
