@@ -16,11 +16,11 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 
+import flint
 import sympy as sp
 
 from ..bounds.cache import Unencodable, encode_expr
 from ..constructions.errors import SolverError
-from .arbload import arb
 from .balls import ArbResult, arb_row, compile_tree, exceeds_row, tree_arb_check, tree_exceeds, tree_value_at
 from .oracle import note_answer
 
@@ -38,7 +38,7 @@ def tree_of(expr: sp.Expr) -> list:
         raise SolverError(f"arb check cannot evaluate {type(expr).__name__} term {expr}") from None
 
 
-def arb_eval(expr: sp.Expr, nval: arb) -> arb:
+def arb_eval(expr: sp.Expr, nval: flint.arb) -> flint.arb:
     """Ball enclosure of ``expr`` with ``n`` in the ball ``nval`` (rigorous, current flint precision):
     :func:`softhard.solver.balls.compile_tree` of its tree — one ball operation per node, in the
     tree's order, constants built at evaluation time.  Raises :class:`SolverError` for a float
@@ -55,7 +55,7 @@ def exceeds(expr: sp.Expr, tol: Fraction, nv: int, prec: int = 256) -> tuple[boo
     return out
 
 
-def value_at(expr: sp.Expr, nv: int, prec: int = 256) -> arb:
+def value_at(expr: sp.Expr, nv: int, prec: int = 256) -> flint.arb:
     """Rigorous ball for ``expr(nv)`` at an integer ``nv``."""
     return tree_value_at(tree_of(expr), nv, prec=prec)
 

@@ -1,4 +1,4 @@
-"""Ball arithmetic (python-flint ``arb``, loaded by :mod:`.arbload`) on a bound's expression tree, without SymPy (ISSUE 16).
+"""Ball arithmetic (python-flint ``arb``) on a bound's expression tree, without SymPy (ISSUE 16).
 
 The trees are the derivation cache's (:func:`softhard.bounds.cache.encode_expr`): ``[head, *args]``
 in SymPy's own argument order, ``["Symbol", name, assumptions]``, ``["Integer", "p"]``,
@@ -22,18 +22,19 @@ from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
 
+import flint
+
 from ..constructions.errors import SolverError
-from .arbload import arb, ctx, fmpq
 from .records import Record
 
 #: the tree of the claims' length symbol ``n`` (``sympy.Symbol("n", positive=True)``, solver/encode.py)
 N_TREE = ["Symbol", "n", {"positive": True}]
 
-Ball = Callable[[arb], arb]
+Ball = Callable[[flint.arb], flint.arb]
 
 
-def _arb_rational(p: int, q: int) -> arb:
-    return arb(fmpq(p, q))
+def _arb_rational(p: int, q: int) -> flint.arb:
+    return flint.arb(flint.fmpq(p, q))
 
 
 def _rational(t) -> tuple[int, int] | None:
@@ -77,14 +78,14 @@ def _compile(t: list) -> Ball:
         fs = [_compile(a) for a in t[1:]]
         if head == "Add":
             def add(v):
-                acc = arb(0)
+                acc = flint.arb(0)
                 for f in fs:
                     acc = acc + f(v)
                 return acc
             return add
 
         def mul(v):
-            acc = arb(1)
+            acc = flint.arb(1)
             for f in fs:
                 acc = acc * f(v)
             return acc
@@ -130,44 +131,44 @@ def has_n(tree: list) -> bool:
 _CUT = 4096
 
 
-def arb_exp(x: arb) -> arb:
+def arb_exp(x: flint.arb) -> flint.arb:
     """``exp`` of a ball, cutting arguments below ``−4096`` (their exponential is below e^{-4096},
     enclosed by ``[0, e^{-4096}]``) so a huge negative argument costs nothing."""
     lo, hi = x.lower(), x.upper()
-    cut = arb(-_CUT)
+    cut = flint.arb(-_CUT)
     if hi < cut:
-        return arb(0).union(cut.exp())
+        return flint.arb(0).union(cut.exp())
     if lo < cut:
-        return arb(0).union(hi.exp())
+        return flint.arb(0).union(hi.exp())
     return x.exp()
 
 
-def box(lo: int, hi: int) -> arb:
+def box(lo: int, hi: int) -> flint.arb:
     """The ball ``[lo, hi]`` of n (midpoint and radius exact)."""
-    return arb(fmpq(lo + hi, 2), fmpq(hi - lo, 2))
+    return flint.arb(flint.fmpq(lo + hi, 2), flint.fmpq(hi - lo, 2))
 
 
 def tree_exceeds(tree: list, tol: Fraction, nv: int, prec: int = 256) -> tuple[bool, str]:
     """Rigorously ``tree(nv) > tol``?  Both balls are built at ``prec`` bits (a tolerance ball at
     the default 53 bits could hide a violation of relative size 1e-16).  Returns the verdict and
     the value's ball as text (20 digits).  Raises :class:`SolverError` as :func:`compile_tree`."""
-    old = ctx.prec
-    ctx.prec = prec
+    old = flint.ctx.prec
+    flint.ctx.prec = prec
     try:
-        v = compile_tree(tree)(arb(nv))
+        v = compile_tree(tree)(flint.arb(nv))
         return bool(v > _arb_rational(tol.numerator, tol.denominator)), v.str(20)
     finally:
-        ctx.prec = old
+        flint.ctx.prec = old
 
 
-def tree_value_at(tree: list, nv: int, prec: int = 256) -> arb:
+def tree_value_at(tree: list, nv: int, prec: int = 256) -> flint.arb:
     """Rigorous ball for ``tree(nv)`` at an integer ``nv`` (``prec`` bits)."""
-    old = ctx.prec
-    ctx.prec = prec
+    old = flint.ctx.prec
+    flint.ctx.prec = prec
     try:
-        return compile_tree(tree)(arb(nv))
+        return compile_tree(tree)(flint.arb(nv))
     finally:
-        ctx.prec = old
+        flint.ctx.prec = old
 
 
 class ArbResult(Record):
@@ -196,13 +197,13 @@ def tree_arb_check(tree: list, eta: Fraction, lo: int, hi: int | None, *, prec: 
     ``deadline_s`` (seconds) bound the work (status unknown when spent).  Raises
     :class:`SolverError` as :func:`compile_tree`."""
     t0 = time.perf_counter()
-    old = ctx.prec
-    ctx.prec = prec
+    old = flint.ctx.prec
+    flint.ctx.prec = prec
     try:
         f = compile_tree(tree)
         eta_b = _arb_rational(eta.numerator, eta.denominator)  # at the working precision, not 53 bits
         if not has_n(tree):
-            v = f(arb(lo))
+            v = f(flint.arb(lo))
             return _decide_point(v, eta_b, lo, 1, t0)
         top = hi if hi is not None else 2**40
         stack = [(lo, top)]
@@ -212,15 +213,15 @@ def tree_arb_check(tree: list, eta: Fraction, lo: int, hi: int | None, *, prec: 
             boxes += 1
             if boxes > max_boxes or time.perf_counter() - t0 > deadline_s:
                 return ArbResult("unknown", boxes, time.perf_counter() - t0, reason="arb subdivision budget exhausted")
-            v = f(box(a, b) if a != b else arb(a))
+            v = f(box(a, b) if a != b else flint.arb(a))
             if v < eta_b:
                 continue
             if a == b:
                 if v > eta_b:
                     return ArbResult("refuted", boxes, time.perf_counter() - t0, counterexample=a, value=v.str(20))
-                ctx.prec *= 2
+                flint.ctx.prec *= 2
                 eta_b = _arb_rational(eta.numerator, eta.denominator)
-                if ctx.prec > 4096:
+                if flint.ctx.prec > 4096:
                     return ArbResult("unknown", boxes, time.perf_counter() - t0,
                                      reason=f"value at n={a} indistinguishable from eta at 4096 bits")
                 stack.append((a, b))
@@ -234,7 +235,7 @@ def tree_arb_check(tree: list, eta: Fraction, lo: int, hi: int | None, *, prec: 
             res = ArbResult("unknown", boxes, res.seconds, reason="arb checks unbounded ranges only up to n = 2^40")
         return res
     finally:
-        ctx.prec = old
+        flint.ctx.prec = old
 
 
 def _decide_point(v, eta_b, nv, boxes, t0) -> ArbResult:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable
 
+import flint
 import mpmath
 import sympy as sp
 
@@ -39,7 +40,6 @@ from ..bounds.tracr import TracrBound, fs
 from ..bounds.tracr_rules import selector_width_decoder
 from ..constructions.errors import CertificateError
 from ..constructions.tracr import sqrt_ratio_enclosure
-from .arbload import ctx as flint_ctx
 from .check import ProofCache
 from .claims import ClaimSpec, claim_json, parse_frac
 from .search import round_up
@@ -108,11 +108,11 @@ class arb_precision:
         self.bits = bits
 
     def __enter__(self):
-        self.old = flint_ctx.prec
-        flint_ctx.prec = max(self.old, self.bits)
+        self.old = flint.ctx.prec
+        flint.ctx.prec = max(self.old, self.bits)
 
     def __exit__(self, *exc):
-        flint_ctx.prec = self.old
+        flint.ctx.prec = self.old
 
 
 def run_claims(runs: list[ClaimRun], proofs: ProofCache, timeout_s: float, say=None, minimise: bool = False) -> None:
