@@ -34,14 +34,12 @@ from .paths import is_file
 if TYPE_CHECKING:  # annotations only: lark itself is imported on first use (:func:`_lark`)
     from lark import Lark, Token, Tree
     from lark.exceptions import UnexpectedInput
-
 __all__ = ["FormulaSpec", "parse_formula", "parse_alphabet", "parse_spec", "load_spec", "tokenize"]
 
 OPERATOR_LETTERS = frozenset("YXPHFGSU")
 ACCEPT_AT = ("first", "last")
 
 Position = tuple[int, int]  # (line, column), both 1-based
-
 
 # --------------------------------------------------------------------------------------------
 # Lark parser
@@ -50,8 +48,7 @@ Position = tuple[int, int]  # (line, column), both 1-based
 
 @lru_cache(maxsize=1)
 def _lark():
-    """``lark`` (with ``lark.exceptions``), imported on first use: a model file's or Tracr export's
-    certify loads this module but parses no formula, and lark costs ~0.1 s CPU to import (ISSUE 16)."""
+    """``lark`` and ``lark.exceptions`` on first use (~0.1 s; a model/Tracr certify parses no formula)."""
     import lark.exceptions  # third-party, lazily; binds ``lark`` too
     return lark
 
