@@ -395,3 +395,22 @@ def test_a_head_observed_above_a_zero_bound_is_printed(cert, capsys):
     print_model_certificate(c, None)
     assert f"head {head}: bound 0 at n = 3, worst observed 0.001 ABOVE the bound plus the rounding allowance" \
         in capsys.readouterr().out
+
+
+def test_a_composed_bound_beyond_the_work_limit_is_refused_at_once(tmp_path, capsys, monkeypatch):
+    """Every command bounded: a two-layer torch encoder with layer norms composes a bound of 6004
+    operations whose substitution did not end (docs/torch.md); beyond MAX_BOUND_OPERATIONS certify
+    refuses before the search and the numeric run, in one line (exit 2).  ab_subsequence's output
+    bound has 45 operations: the limit is lowered below it here."""
+    monkeypatch.setattr(models, "MAX_BOUND_OPERATIONS", 44)
+    rc = main(["certify", "--model", str(EXAMPLE), "--n-max", "9", "--epsilon", "1/4", "--find-tau",
+               "-o", str(tmp_path / "c.json")])
+    err = capsys.readouterr().err
+    assert rc == 2 and not (tmp_path / "c.json").exists()
+    assert err.strip().splitlines()[-1] == (
+        "softhard: error: the composed error bound has 45 operations, beyond the 44 that certify substitutes 1/tau "
+        "into and proves in bounded time (each layer with layer norms multiplies its size; docs/torch.md, Limitations)")
+    assert "searching" not in err and "numeric" not in err
+    monkeypatch.setattr(models, "MAX_BOUND_OPERATIONS", 45)
+    assert main(["certify", "--model", str(EXAMPLE), "--n-max", "9", "--epsilon", "1/4", "--tau", "1/100",
+                 "--no-numeric", "-o", str(tmp_path / "c.json")]) == 0
