@@ -379,10 +379,11 @@ def test_uniform_tieless_in_gap_and_certificate(tmp_path, capsys, monkeypatch):
     assert "source.premises.follow.tieless" in fields
 
 
-def test_a_head_observed_above_a_zero_bound_is_printed(cert, capsys):
+def test_a_head_observed_above_a_zero_bound_is_printed(cert, capsys, monkeypatch):
     """Found certifying an imported torch encoder at 1/τ = 10^5: a head's bound underflowed to 0 and
     float64 rounding of its weights left 2.8e-17 — ``worst_ratio`` null (observed/0), and the summary
     crashed formatting it (exit 3 after the certificate was written)."""
+    monkeypatch.setenv("COLUMNS", "400")  # rich wraps at 80 columns when stdout is not a terminal
     c = copy.deepcopy(cert)
     head = next(iter(c["numeric"]["heads"]))
     c["numeric"]["heads"][head].update(worst_ratio=None, observed=2.7755575615628914e-17, bound=0.0, n=3,
