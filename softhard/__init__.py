@@ -21,12 +21,6 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from .installed import version as _installed_version
-
-#: the installed distribution's version (importlib.metadata's, read without importing it: :mod:`.installed`);
-#: "0+unknown" running from a source tree without install
-__version__ = _installed_version("softhard") or "0+unknown"
-
 __all__ = ["__version__", "Params", "SofthardError", "load_formula", "load_model", "load_tracr", "build",
            "build_model", "derive", "certify", "certify_model", "certify_tracr", "verify", "load_certificate",
            "write_certificate", "run", "confirm"]
@@ -34,7 +28,14 @@ __all__ = ["__version__", "Params", "SofthardError", "load_formula", "load_model
 
 def __getattr__(name: str):
     """The API names load :mod:`softhard.solver.api` on first use (PEP 562), so importing a
-    subpackage (the command line: ``softhard.solver.cli``) does not load every stage."""
+    subpackage (the command line: ``softhard.solver.cli``) does not load every stage.
+    ``__version__``: the installed distribution's version (importlib.metadata's, read without
+    importing it: :mod:`.installed`), "0+unknown" from a source tree without install; read on
+    first use, so that importing the package does nothing but define names (the console script
+    installs its Ctrl-C handler right after: :mod:`softhard.entry`)."""
+    if name == "__version__":
+        value = globals()["__version__"] = import_module("softhard.installed").version("softhard") or "0+unknown"
+        return value
     if name in __all__:
         return getattr(import_module("softhard.solver.api"), name)
     raise AttributeError(f"module 'softhard' has no attribute {name!r}")

@@ -15,6 +15,7 @@ import functools
 import os
 import re
 import select
+import signal
 import subprocess
 import threading
 import time
@@ -190,7 +191,10 @@ def _stop_server() -> None:
 
 @atexit.register
 def _stop_all() -> None:
-    """At exit: every solver child this process started is stopped and reaped."""
+    """At exit: every solver child this process started is stopped and reaped (a Ctrl-C now would
+    only print a traceback from inside this clean-up: the process is ending, SIGINT is ignored)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     for pid, proc in _started:
         if pid == os.getpid() and proc.poll() is None:
             _stop(proc)

@@ -43,3 +43,14 @@ def test_python_dash_m_softhard_is_the_command_line():
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == q.returncode == 0
     assert p.stdout == q.stdout and p.stdout.startswith("softhard ")
+
+
+def test_importing_the_package_reads_nothing_and_the_version_is_the_installed_one():
+    """The console script imports the package before its Ctrl-C handler is in place: the package's
+    import defines names only (a trial's Ctrl-C landed in the version look-up); ``__version__`` is
+    read on first use and equals importlib.metadata's."""
+    code = ("import sys, importlib.metadata as m, softhard; assert 'softhard.installed' not in sys.modules; "
+            "v = softhard.__version__; assert v == m.version('softhard'), (v, m.version('softhard')); "
+            "assert softhard.__version__ is v; print(v)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr

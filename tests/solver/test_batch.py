@@ -235,3 +235,38 @@ def test_two_inline_formulas_in_a_batch_are_told_apart_by_name(tmp_path, capsys)
                  "-o", f"{out}/"]) == 0
     assert sorted(p.name.split(".")[0] for p in out.glob("*.json")) == ["inline-Y_a", "inline-a_S_b"]
     capsys.readouterr()
+
+
+def test_a_repeated_job_runs_once_and_the_batch_finishes(tmp_path, capsys):
+    """A trial: ``--n-max 1e2,100,200`` (or a glob repeating a named file) gave two jobs one
+    certificate name; the second write stopped the batch at 'file exists' before the third job."""
+    out = tmp_path / "certs"
+    rc = main(["certify", "Y a", "--alphabet", "ab", "--regime", "U", "--n-max", "1e2,100,200", "--no-numeric",
+               "-o", f"{out}/", "--json"])
+    cap = capsys.readouterr()
+    lines = _json_lines(cap.out)
+    assert rc == 0 and lines[-1]["summary"] == {"jobs": 2, "finished": 2, "interrupted": False, "exit": 0}
+    assert sorted(load_certificate(p)["range"]["n_max"] for p in out.glob("*.json")) == [100, 200]
+    assert "1 job(s) repeated another (the same input and options) and run once" in cap.err
+
+
+def test_a_jobs_name_follows_values_not_spellings(tmp_path):
+    """A trial: ``--eta 0.25`` and ``--eta 1/4``, and no ``--tau`` and ``--find-tau`` (certify's
+    default), certify the same job but were named apart (--resume made it again)."""
+    def name(**kw):
+        a = argparse.Namespace(formula="Y a", model=None, tracr=None, regime="T", eta="1/4", tau=None,
+                               find_tau=False, n_max=100)
+        vars(a).update(kw)
+        return job_name("formula", a)
+    assert name() == name(eta="0.25") == name(find_tau=True) == name(eta=Fraction(1, 4))
+    assert len({name(), name(eta="1/8"), name(tau="1/100"), name(n_max=101)}) == 4
+
+
+def test_a_batch_output_named_json_is_refused(tmp_path, capsys):
+    """A trial: ``-o single.json --resume`` made a directory named single.json."""
+    target = tmp_path / "single.json"
+    rc = main(["certify", "Y a", "--alphabet", "ab", "--n-max", "50", "--no-numeric", "-o", str(target), "--resume"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and not target.exists()
+    assert err[-1] == (f"softhard: error: {target}: a batch writes one certificate per job into a directory "
+                       "(-o DIR/), and this names a .json file; give a directory")

@@ -7,12 +7,15 @@ no batch without loading the batch runner, Dask or :mod:`concurrent.futures` (IS
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import hashlib
 import itertools
 import json
 import os
+import sys
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 from ....constructions.errors import ParameterError
@@ -96,13 +99,29 @@ def _source_bytes(kind: str, value: str | None) -> bytes:
     return p.read_bytes() if is_file(p) else value.encode()
 
 
+#: options whose values are exact numbers, named by their value (``--eta 0.25`` is ``--eta 1/4``)
+EXACT_OPTIONS = ("eta", "beta", "tau", "eps_ln", "epsilon")
+
+
+def _name_key(a: argparse.Namespace) -> dict[str, str]:
+    """The options of a job's name: every one that reaches the certificate, exact numbers by value
+    and no ``--tau`` the same as ``--find-tau`` (certify's default)."""
+    key = {k: str(v) for k, v in sorted(vars(a).items()) if k not in PRESENTATION + ("formula", "model", "tracr")}
+    for k in EXACT_OPTIONS:
+        with contextlib.suppress(KeyError, ValueError, ZeroDivisionError):
+            key[k] = str(Fraction(key[k]))
+    if "find_tau" in key and key.get("tau") == "None":
+        key["find_tau"] = "True"
+    return key
+
+
 def job_name(kind: str, a: argparse.Namespace) -> str:
     """The stable certificate file name of a job (module docstring): ``STEM[.REGIME].HASH8.json``;
     STEM is the input file's stem, ``default`` for the embedded example, or ``inline-`` and an inline
     formula's runs of ASCII letters and digits joined by ``_`` (``a U !b`` → ``inline-a_U_b``), at most
     40 characters."""
     src = {"formula": a.formula, "model": a.model, "tracr": a.tracr}[kind]
-    key = {k: str(v) for k, v in sorted(vars(a).items()) if k not in PRESENTATION + ("formula", "model", "tracr")}
+    key = _name_key(a)
     digest = hashlib.sha256(json.dumps({"kind": kind, "key": key}, sort_keys=True).encode()
                             + hashlib.sha256(_source_bytes(kind, src)).digest()).hexdigest()[:8]
     if src is None:
@@ -138,9 +157,9 @@ def certify_jobs(args: argparse.Namespace, kind_of: Callable[[argparse.Namespace
     comparators = _values(args.comparator) if kind == "formula" else ()
     if kind == "formula" and args.eps_ln is not None and "ln" not in comparators:
         raise ParameterError("argument --eps-ln: the layer-norm epsilon applies only with --comparator ln")
-    jobs = []
+    jobs, seen, repeated = [], set(), 0
     combos = itertools.product(inputs, *(_values(getattr(args, d)) for d in varying))
-    for i, (src, *vals) in enumerate(combos):
+    for src, *vals in combos:
         a = argparse.Namespace(**{**vars(args), **fixed, "formula": None, "model": None, "tracr": None})
         setattr(a, kind, src)
         for d, v in zip(varying, vals):
@@ -148,7 +167,15 @@ def certify_jobs(args: argparse.Namespace, kind_of: Callable[[argparse.Namespace
         if kind == "formula" and a.comparator != "ln":  # --eps-ln applies to the grid's ln jobs only
             a.eps_ln = None
         label = "<embedded tomita4>" if src is None else str(src)
-        jobs.append(Job(index=i, args=a, label=label, grid=dict(zip(varying, vals)), name=job_name(kind, a)))
+        name = job_name(kind, a)
+        if name in seen:  # the same input and options again (a repeated file, 1e2 and 100): run once
+            repeated += 1
+            continue
+        seen.add(name)
+        jobs.append(Job(index=len(jobs), args=a, label=label, grid=dict(zip(varying, vals)), name=name))
+    if repeated:
+        print(f"softhard: {repeated} job(s) repeated another (the same input and options) and run once",
+              file=sys.stderr)
     return jobs
 
 
@@ -168,6 +195,9 @@ def output_dir(path: str | None) -> Path | None:
     if exists(p) and not is_dir(p):
         raise ParameterError(f"{p}: is a file; a batch writes one certificate per job into a directory (-o DIR)")
     if not exists(p):
+        if p.suffix.lower() == ".json":
+            raise ParameterError(f"{p}: a batch writes one certificate per job into a directory (-o DIR/), and this "
+                                 "names a .json file; give a directory")
         if not is_dir(p.parent):
             raise ParameterError(f"{p.parent}: no such directory")
         try:
