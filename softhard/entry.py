@@ -6,8 +6,10 @@ later, inside :func:`~softhard.solver.cli.main`, which answers a Ctrl-C itself).
 this module imports it printed Python's ``KeyboardInterrupt`` traceback; here a SIGINT handler
 is installed first, prints ``softhard: interrupted`` and ends the process with status 130 (as a
 shell reports a process ended by SIGINT), and the previous handler is restored once the command
-line is loaded.  A Ctrl-C while the arguments are parsed, before the command's own handling, is
-answered the same way by :func:`main`.  Standard library only, besides the command line.
+line is loaded; a process that ignores SIGINT (a Dask worker of ``--workers``, which re-runs this
+script's imports; a background job of a non-interactive shell) keeps ignoring it.  A Ctrl-C while
+the arguments are parsed, before the command's own handling, is answered the same way by
+:func:`main`.  Standard library only, besides the command line.
 """
 
 from __future__ import annotations
@@ -29,10 +31,18 @@ def _interrupted_while_loading(signum, frame) -> None:  # noqa: ARG001 — the s
     os._exit(EXIT_INTERRUPTED)
 
 
-_previous = signal.signal(signal.SIGINT, _interrupted_while_loading)
+# an ignored SIGINT stays ignored: a Dask worker (solver/distributed.py ignores it while the cluster
+# starts; the spawned worker runs this script's imports again as ``__mp_main__``) killed here made
+# the cluster's start fail ("Nanny failed to start", exit 3); a handler not set from Python (None)
+# could not be restored
+_previous = signal.getsignal(signal.SIGINT)
+_guard = _previous is not signal.SIG_IGN and _previous is not None
+if _guard:
+    signal.signal(signal.SIGINT, _interrupted_while_loading)
 from .solver.cli import main as _cli_main  # noqa: E402 — loaded under the handler above
 
-signal.signal(signal.SIGINT, _previous)
+if _guard:
+    signal.signal(signal.SIGINT, _previous)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,3 +54,14 @@ def test_importing_the_package_reads_nothing_and_the_version_is_the_installed_on
             "assert softhard.__version__ is v; print(v)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+
+
+def test_an_ignored_ctrl_c_stays_ignored_during_start_up():
+    """A process started with SIGINT ignored (a Dask worker of ``--workers``: the spawned worker runs the
+    console script's imports again) is not ended by a SIGINT while the command line loads: the command
+    runs (the same hook with SIGINT not ignored ends with 130, above)."""
+    code = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            + HOOK.format(module="softhard.solver.cli.options", argv=["--version"]))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("softhard ") and "interrupted" not in p.stderr

@@ -226,6 +226,8 @@ def test_a_bare_names_stable_name_follows_the_ltl_file_it_reads(tmp_path):
         assert load_spec(bare).name == example
         names.append(job_name("formula", argparse.Namespace(formula=bare, model=None, tracr=None, regime="U")))
     assert names[0] != names[1]
+    # named after the file it reads (was ``inline-..._f``: an inline formula's stem)
+    assert [n.split(".")[0] for n in names] == ["f", "f"]
 
 
 def test_two_inline_formulas_in_a_batch_are_told_apart_by_name(tmp_path, capsys):

@@ -117,16 +117,16 @@ def _name_key(a: argparse.Namespace) -> dict[str, str]:
 
 def job_name(kind: str, a: argparse.Namespace) -> str:
     """The stable certificate file name of a job (module docstring): ``STEM[.REGIME].HASH8.json``;
-    STEM is the input file's stem, ``default`` for the embedded example, or ``inline-`` and an inline
-    formula's runs of ASCII letters and digits joined by ``_`` (``a U !b`` → ``inline-a_U_b``), at most
-    40 characters."""
+    STEM is the input file's stem (also of a bare ``DIR/NAME`` that reads ``DIR/NAME.ltl``), ``default``
+    for the embedded example, or ``inline-`` and an inline formula's runs of ASCII letters and digits
+    joined by ``_`` (``a U !b`` → ``inline-a_U_b``), at most 40 characters."""
     src = {"formula": a.formula, "model": a.model, "tracr": a.tracr}[kind]
     key = _name_key(a)
     digest = hashlib.sha256(json.dumps({"kind": kind, "key": key}, sort_keys=True).encode()
                             + hashlib.sha256(_source_bytes(kind, src)).digest()).hexdigest()[:8]
     if src is None:
         stem = "default"
-    elif is_file(src) or kind != "formula":
+    elif is_file(src) or kind != "formula" or is_file(src + ".ltl"):  # (a bare NAME reads NAME.ltl: _source_bytes)
         stem = Path(src).stem
     else:  # an inline formula: its letters and digits, so that two in one batch are told apart by name
         words = "_".join("".join(ch if ch.isascii() and ch.isalnum() else " " for ch in src).split())
