@@ -380,7 +380,7 @@ def check_bound_size(c: Construction) -> None:
     largest = max(bound_sizes(c), default=0)
     if largest > MAX_BOUND_OPERATIONS:
         raise ParameterError(f"the composed error bound has {largest} operations, beyond the {MAX_BOUND_OPERATIONS} "
-                             "that certify substitutes 1/tau into and proves in bounded time (each layer with layer "
+                             "that softhard substitutes 1/tau into and proves in bounded time (each layer with layer "
                              "norms multiplies its size; docs/torch.md, Limitations)")
 
 

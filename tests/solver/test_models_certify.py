@@ -409,7 +409,7 @@ def test_a_composed_bound_beyond_the_work_limit_is_refused_at_once(tmp_path, cap
     err = capsys.readouterr().err
     assert rc == 2 and not (tmp_path / "c.json").exists()
     assert err.strip().splitlines()[-1] == (
-        "softhard: error: the composed error bound has 45 operations, beyond the 44 that certify substitutes 1/tau "
+        "softhard: error: the composed error bound has 45 operations, beyond the 44 that softhard substitutes 1/tau "
         "into and proves in bounded time (each layer with layer norms multiplies its size; docs/torch.md, Limitations)")
     assert "searching" not in err and "numeric" not in err
     monkeypatch.setattr(models, "MAX_BOUND_OPERATIONS", 45)

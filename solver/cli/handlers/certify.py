@@ -85,8 +85,8 @@ CERTIFY: dict[str, tuple[str | Callable[..., dict], Callable[..., None], str | N
 }
 
 
-def _function(dotted: str) -> Callable:
-    """The function ``module:name``; the first import of a kind's module (its stages: SymPy, NumPy,
+def _function(dotted: str, *, freeze: bool = False) -> Callable:
+    """The function ``module:name``; with ``freeze``, the first import of a kind's module (its stages: SymPy, NumPy,
     networkx, ~10^6 objects that live as long as the process) is followed by :func:`gc.freeze`, so
     the full collections of the certify itself no longer traverse them (ISSUE 16: ~0.06 s of the
     ~0.17 s a live model-file certify spent in the garbage collector; benchmarks/README.md).  Only
@@ -95,7 +95,7 @@ def _function(dotted: str) -> Callable:
     module, name = dotted.split(":")
     fresh = module not in sys.modules
     fn = getattr(import_module(module), name)
-    if fresh:
+    if fresh and freeze:
         gc.freeze()
     return fn
 
@@ -103,7 +103,7 @@ def _function(dotted: str) -> Callable:
 def kind_certify(kind: str) -> Callable[..., dict]:
     """The certify function of ``kind`` from :data:`CERTIFY` (its module imported on first use)."""
     make = CERTIFY[kind][0]
-    return make if callable(make) else _function(make)
+    return make if callable(make) else _function(make, freeze=True)
 
 
 def run_job(args) -> tuple[dict, dict, object]:
