@@ -1,5 +1,6 @@
 """The console script ``softhard`` (and ``python -m softhard``): :func:`softhard.solver.cli.main`
-with a Ctrl-C answered by one line from the first moment.
+with a Ctrl-C answered by one line from the moment this module loads (Python's own start-up and
+the import of the package before it, a few hundredths of a second, are outside its reach).
 
 Loading the command line takes a few tenths of a second (its parsers; a command's stages load
 later, inside :func:`~softhard.solver.cli.main`, which answers a Ctrl-C itself).  A Ctrl-C while
