@@ -34,8 +34,12 @@ LOADERS = {FormulaSpec: MAKE["formula"], ModelSpec: MAKE["model"]}
 
 
 def shown(x) -> str:
-    """``x`` for a one-line message: its type and the first 40 characters of its repr."""
-    return f"{type(x).__name__} {repr(x)[:40]}"
+    """``x`` for a one-line message: its type and its repr, cut to 40 characters with "…" when
+    longer (a built :class:`Construction`: its kind and the words "built construction")."""
+    if isinstance(x, Construction):
+        return f"a built {x.kind} Construction"
+    r = repr(x)
+    return f"{type(x).__name__} {r if len(r) <= 40 else r[:39] + '…'}"
 
 
 def bind(func: str, sig: inspect.Signature, args: tuple, kwargs: dict) -> inspect.BoundArguments:
@@ -72,7 +76,11 @@ def boundary(target: Callable, check: Callable[[dict], None] | None = None, *, r
 
     @functools.wraps(target)
     def call(*args, **kwargs):
-        bound = bind(func, sig, args, kwargs)
+        try:
+            bound = bind(func, sig, args, kwargs)
+        except ParameterError:
+            precheck(check, sig, args, kwargs)  # a wrong argument given says so before a missing one
+            raise
         check_flags(func, sig, bound.arguments)
         if check is not None:
             check(bound.arguments)
@@ -81,6 +89,23 @@ def boundary(target: Callable, check: Callable[[dict], None] | None = None, *, r
     if raises:
         call.__doc__ = f"{(target.__doc__ or '').rstrip()}\n\n    API boundary: {raises}"
     return call
+
+
+def precheck(check: Callable[[dict], None] | None, sig: inspect.Signature, args: tuple, kwargs: dict) -> None:
+    """``check`` run on the arguments that were given when the call as a whole does not bind (a missing
+    or extra argument): its :class:`ParameterError` about a given one (``certify_model(c)`` with a
+    formula construction ``c``) is the more useful message.  Returns quietly when the given arguments
+    do not bind either or ``check`` needs one that is missing (``KeyError``)."""
+    if check is None:
+        return
+    try:
+        partial = sig.bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        return
+    try:
+        check(partial)
+    except KeyError:
+        return
 
 
 def check_flags(func: str, sig: inspect.Signature, arguments: dict) -> None:
@@ -184,4 +209,6 @@ def expect_certificate(cert, func: str, *, path_ok: bool = False):
     if isinstance(cert, dict) or (path_ok and isinstance(cert, (str, os.PathLike))):
         return cert
     what = "a certificate dict (as softhard.certify returns)" + (" or a file name" if path_ok else "")
-    raise ParameterError(f"{func}: certificate must be {what}, got {shown(cert)}")
+    then = f"; certify it first with {CERTIFY.get(cert.kind, 'the function for its kind')}" if isinstance(
+        cert, Construction) else ""
+    raise ParameterError(f"{func}: certificate must be {what}, got {shown(cert)}{then}")

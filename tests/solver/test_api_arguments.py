@@ -137,6 +137,27 @@ def test_unknown_keywords_are_named_with_the_accepted_ones(t4, model):
     _one_line(e, "certify_model: unknown keyword argument max_positions")
 
 
+def test_a_wrong_argument_given_is_named_before_a_missing_one(t4, model):
+    """A trial: ``certify_model(c)`` with a formula construction said ``an`` was missing, not that
+    ``c`` was of the wrong kind; and ``verify(c)`` showed a cut repr of the construction."""
+    with pytest.raises(ParameterError) as e:
+        softhard.certify_model(t4)
+    _one_line(e, "certify_model: c is a formula construction, not a model one", "softhard.certify(c")
+    with pytest.raises(ParameterError) as e:  # a right c: the missing argument is still the message
+        softhard.certify_model(model[0])
+    _one_line(e, "certify_model: missing a required argument: 'an'")
+    with pytest.raises(ParameterError) as e:
+        softhard.certify(model[0])
+    _one_line(e, "certify: c is a model construction", "softhard.certify_model(c, an")
+    with pytest.raises(ParameterError) as e:
+        softhard.verify(t4)
+    _one_line(e, "verify: certificate must be", "got a built formula Construction",
+              "certify it first with softhard.certify(c, n_max=..., ...)")
+    with pytest.raises(ParameterError) as e:  # a long repr is cut with an ellipsis, not mid-word silently
+        softhard.verify(list(range(100)))
+    _one_line(e, "got list [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, …")
+
+
 def test_numbers_are_checked_and_named(t4, model):
     mc, an = model
     with pytest.raises(ParameterError) as e:
