@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ...constructions.errors import ParameterError
 from ...constructions.parameters import DEFAULT_MAX_POSITIONS, check_output_path
 from ...constructions.paths import is_dir, is_file
 from .batching import add_batch_options
@@ -81,10 +82,14 @@ def precheck(args) -> None:
     the pipeline (~1 s of imports), is loaded (ISSUE 16): for a single job's ``-o FILE`` — one input
     or none, no comma-separated grid, no ``--resume``/``--workers``/``--scheduler``, no directory —
     :func:`~softhard.constructions.parameters.check_output_path` (an existing file without
-    ``--force``, a directory, a missing folder).  An input *file* that does not exist is left to the
+    ``--force``, a directory, a missing folder); and ``--resume`` without ``-o`` or with ``--force``.  An input *file* that does not exist is left to the
     handler, whose "no such file" comes first; a batch's ``-o DIR`` is the handler's to check.
     Raises :class:`ParameterError`."""
     out = args.output
+    if args.resume and out is None:
+        raise ParameterError("--resume needs -o DIR: it keeps the certificates already in DIR that verify")
+    if args.resume and args.force:
+        raise ParameterError("--resume keeps DIR's valid certificates and --force overwrites them: give one of them")
     if out is None or args.resume or args.workers is not None or args.scheduler is not None:
         return
     if out.endswith(("/", os.sep)) or is_dir(out):  # a batch's directory (or the handler's message)

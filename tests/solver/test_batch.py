@@ -180,6 +180,11 @@ def test_verify_batch_names_the_invalid_file(formulas, tmp_path, capsys):
     (["certify", "Y a", "--n-max", "2.5", "--tau", "1/10"], "--n-max"),
     (["verify", "x.json", "--scheduler", "localhost:1"], "tcp://HOST:PORT"),
     (["certify", str(EXAMPLES / "nothing-*.ltl"), "--tau", "1/10"], "no file matches"),
+    # trial9: accepted silently before
+    (["certify", "Y a", "--tau", "1/10", "--resume"], "--resume needs -o DIR"),
+    (["certify", "Y a", "--tau", "1/10", "--resume", "--force", "-o", "d"], "give one of them"),
+    (["certify", "--model", str(EXAMPLES / "models" / "ab_subsequence.json"), str(EXAMPLES / "models" / "ab_subsequence.json"),
+      "--epsilon", "1/4"], "repeat --model before each file"),
 ])
 def test_batch_usage_errors_one_line(argv, needle, capsys):
     assert main(argv) == 2

@@ -42,6 +42,14 @@ from .jobs import BATCH, PRESENTATION, certify_jobs, is_batch
 OWN_PRECISION = True
 
 
+def _repeat_hint(formula, option: str) -> str:
+    """The hint for ``certify --model a.json b.json``: argparse read ``b.json`` as the formula."""
+    items = formula if isinstance(formula, (list, tuple)) else [formula]
+    if any(str(f).endswith((".json", ".npz")) or ("/" in str(f) and not str(f).endswith(".ltl")) for f in items):
+        return f" ({' '.join(map(str, items))} is read as a formula: repeat {option} before each file)"
+    return ""
+
+
 def source_kind(args) -> str:
     """``"formula"``, ``"model"`` or ``"tracr"``: the one source given (no source: the formula
     kind's default example); each kind's own options refused with another."""
@@ -51,13 +59,13 @@ def source_kind(args) -> str:
         if args.model:
             raise ParameterError("give either --tracr or --model, not both")
         if args.formula is not None:
-            raise ParameterError("give either a formula or --tracr, not both")
+            raise ParameterError(f"give either a formula or --tracr, not both{_repeat_hint(args.formula, '--tracr')}")
         return "tracr"
     if args.n is not None:
         raise ParameterError("--n is for --tracr")
     if args.model:
         if args.formula is not None:
-            raise ParameterError("give either a formula or --model, not both")
+            raise ParameterError(f"give either a formula or --model, not both{_repeat_hint(args.formula, '--model')}")
         return "model"
     if args.epsilon is not None:
         raise ParameterError("--epsilon is for --model and --tracr (formula certificates use --eta)")
