@@ -49,3 +49,26 @@ def read_json_file(p: Path, what: str) -> tuple[bytes, object]:
         return raw, json.loads(text)
     except json.JSONDecodeError as e:
         raise ModelFormatError(f"{p}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})") from None
+
+
+def other_document(doc: object, expected: str) -> str | None:
+    """What a parsed JSON ``doc`` is when it is one of softhard's other inputs rather than
+    ``expected`` ("model", "tracr" or "certificate"), as a clause for a one-line message: "a softhard
+    certificate (check it with softhard verify FILE)"; None when it looks like none of them (the
+    caller's own checks then name what is wrong).  Recognised by the fields each kind must have:
+    a certificate's ``schema`` and ``kind``, a model file's ``format`` "softhard-model", a Tracr
+    export's ``program`` and ``input_encoding``."""
+    if not isinstance(doc, dict):
+        return None
+    kinds = {
+        "certificate": ("a softhard certificate (check it with softhard verify FILE)",
+                        "schema" in doc and "kind" in doc),
+        "model": ("a softhard model file (certify it with softhard certify --model FILE)",
+                  doc.get("format") == "softhard-model"),
+        "tracr": ("a Tracr export's metadata (certify it with softhard certify --tracr NAME)",
+                  "program" in doc and "input_encoding" in doc),
+    }
+    for kind, (text, found) in kinds.items():
+        if kind != expected and found:
+            return text
+    return None

@@ -84,7 +84,7 @@ import numpy as np
 
 from .errors import ModelFormatError
 from .hard_model import LN_POINTS, ONE, POS, HeadSpec, LayerSpec, LNSpec, MLPSpec, ModelSpec, OutputSpec, zeros
-from .jsonfile import read_json_file
+from .jsonfile import other_document, read_json_file
 from .npzfile import load_npz
 from .modelvalues import MAX_ENTRIES, Ctx, array, check_keys, exact, index
 from .positional import PE_FAMILIES, PEFeature
@@ -117,6 +117,9 @@ def parse_model(doc: dict, *, path: str = "<model>", npz: dict | None = None, sh
     more layers than ``n_layers`` declares, unreferenced archive arrays.
     """
     ctx = Ctx(path, npz)
+    other = other_document(doc, "model")
+    if other is not None:
+        raise ctx.err("<top>", f"this is {other}, not a model file")
     check_keys(doc, _TOP, ctx, "<top>", required=("format", "version", "alphabet", "d_model", "token_embedding",
                                                   "layers", "outputs"))
     if doc["format"] != FORMAT:

@@ -112,6 +112,20 @@ def test_bad_json_and_npz_errors(tmp_path, capsys):
     assert rc == 2 and "array 'missing' is not in the archive" in err
 
 
+def test_another_softhard_input_is_named_as_such(tmp_path, capsys):
+    """A trial: a certificate or a Tracr export's metadata given to --model was reported as a model
+    file with unknown fields."""
+    cert = {"schema": "softhard-certificate", "schema_version": 2, "kind": "formula", "claims": []}
+    rc, err = _cli(tmp_path, cert, capsys)
+    assert rc == 2 and "this is a softhard certificate (check it with softhard verify FILE), not a model file" in err
+    tracr_meta = json.loads((ROOT / "examples" / "tracr" / "frac_prevs.json").read_text())
+    rc, err = _cli(tmp_path, tracr_meta, capsys)
+    assert rc == 2 and "this is a Tracr export's metadata" in err and "--tracr NAME" in err
+    doc = {**_doc(), "kind": "x"}  # a model file with one unknown field is still a model file
+    rc, err = _cli(tmp_path, doc, capsys)
+    assert rc == 2 and "unknown field 'kind'" in err
+
+
 def test_npz_arrays_equal_inline(tmp_path):
     doc = _doc()
     spec1 = parse_model(doc)
