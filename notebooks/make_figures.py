@@ -46,7 +46,6 @@ get_ipython().softhard_fresh_state = (matplotlib.rcParams.copy(), mpmath.mp.dps)
 #: previous notebook defined is gone), no open figures, matplotlib's rc and mpmath's precision as
 #: in a fresh kernel (the notebooks set both).  Imported modules stay loaded: that is the saving.
 RESET = """\
-%reset -f
 import matplotlib as _mpl, matplotlib.pyplot as _plt, mpmath as _mpmath
 _plt.close("all")
 _rc, _dps = get_ipython().softhard_fresh_state
