@@ -93,8 +93,11 @@ def main(argv=None) -> int:
     ap.add_argument("--train-len", type=int, default=10)
     ap.add_argument("--n-max", type=int, default=8, help="certify for every word of length <= n-max")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch intra-op threads (default 1: the model is 16 wide, more threads only add waiting)")
     ap.add_argument("--out", required=True, help="directory for weights, model file, certificate, summary")
     a = ap.parse_args(argv)
+    torch.set_num_threads(a.threads)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

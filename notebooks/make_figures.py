@@ -35,6 +35,24 @@ FIG_DIR = NB_DIR / "figures"
 FIGURE_TAG = re.compile(r"^figure:([A-Za-z0-9_.-]+)$")
 #: prepended (not saved) when rendering figures for the README: higher resolution than on screen
 HIRES_SETUP = "%config InlineBackend.print_figure_kwargs = {'bbox_inches': 'tight', 'dpi': 150}"
+#: run once in a shared kernel (:func:`start_kernel`): the notebooks' heavy imports, and the plotting
+#: and precision state a fresh kernel starts with, kept where ``%reset`` does not reach
+WARM_UP = """\
+import flint, matplotlib, matplotlib.pyplot, mpmath, numpy, sympy, softhard, softhard.solver.api
+import softhard.bounds.derive, softhard.constructions.engine, softhard.constructions.modelfile
+get_ipython().softhard_fresh_state = (matplotlib.rcParams.copy(), mpmath.mp.dps)
+"""
+#: run before each notebook in a shared kernel: an empty namespace (``%reset -f``: every name a
+#: previous notebook defined is gone), no open figures, matplotlib's rc and mpmath's precision as
+#: in a fresh kernel (the notebooks set both).  Imported modules stay loaded: that is the saving.
+RESET = """\
+import matplotlib as _mpl, matplotlib.pyplot as _plt, mpmath as _mpmath
+_plt.close("all")
+_rc, _dps = get_ipython().softhard_fresh_state
+_mpl.rcParams.update(_rc)
+_mpmath.mp.dps = _dps
+%reset -f
+"""
 
 
 def notebooks() -> list[Path]:
@@ -69,30 +87,67 @@ def kernel_manager(spec_dir: Path) -> KernelManager:
     return KernelManager(kernel_name="python3", kernel_spec_manager=ksm)
 
 
-def execute(path: Path, *, timeout: float = 600, setup: str | None = None):
+def execute(path: Path, *, timeout: float = 600, setup: str | None = None, km: KernelManager | None = None):
     """Execute the notebook at ``path`` top to bottom; return ``(executed notebook, seconds)``.
 
     ``setup``: optional code run first (it is inserted as an extra cell and removed afterwards,
-    so cell indices in the returned notebook are those of the file).  Raises
+    so cell indices in the returned notebook are those of the file).  ``km``: a running kernel
+    (:func:`start_kernel`) to run in instead of a fresh one; it is left running, and ``setup``
+    should then be :data:`RESET` so the notebook starts from an empty namespace.  Raises
     :class:`nbclient.exceptions.CellExecutionError` on the first failing cell.
     """
     nb = nbformat.read(path, as_version=4)
     if setup:
         nb.cells.insert(0, nbformat.v4.new_code_cell(setup))
-    with tempfile.TemporaryDirectory(prefix="softhard-kernel-") as d:
-        km = kernel_manager(Path(d))
-        client = NotebookClient(nb, km=km, timeout=timeout, allow_errors=False,
-                                resources={"metadata": {"path": str(NB_DIR)}})
+    resources = {"metadata": {"path": str(NB_DIR)}}
+    if km is not None:
+        client = NotebookClient(nb, km=km, timeout=timeout, allow_errors=False, resources=resources)
         t0 = time.perf_counter()
         try:
             client.execute()
-        finally:  # a client handed its manager does not own the kernel: stop it here
-            if km.has_kernel:
-                km.shutdown_kernel(now=True)
+        finally:  # the kernel stays up for the next notebook; only this client's channels close
+            if client.kc is not None:
+                client.kc.stop_channels()
         seconds = time.perf_counter() - t0
+    else:
+        with tempfile.TemporaryDirectory(prefix="softhard-kernel-") as d:
+            km = kernel_manager(Path(d))
+            client = NotebookClient(nb, km=km, timeout=timeout, allow_errors=False, resources=resources)
+            t0 = time.perf_counter()
+            try:
+                client.execute()
+            finally:  # a client handed its manager does not own the kernel: stop it here
+                if km.has_kernel:
+                    km.shutdown_kernel(now=True)
+            seconds = time.perf_counter() - t0
     if setup:
         nb.cells.pop(0)
     return nb, seconds
+
+
+def start_kernel(spec_dir: Path, timeout: float = 120) -> tuple[KernelManager, float]:
+    """Start a kernel of this interpreter (:func:`kernel_manager`) in ``notebooks/``, import what
+    the notebooks import and record the plotting state :data:`RESET` restores; return ``(kernel
+    manager, seconds)``.  The caller shuts it down (``km.shutdown_kernel(now=True)``).
+
+    For running several notebooks in one kernel (``tests/test_notebooks.py``): each then pays
+    neither a kernel start nor the imports of SymPy, matplotlib and softhard again.
+    """
+    km = kernel_manager(spec_dir)
+    t0 = time.perf_counter()
+    km.start_kernel(cwd=str(NB_DIR))
+    warm = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(WARM_UP)])
+    client = NotebookClient(warm, km=km, timeout=timeout, allow_errors=False,
+                            resources={"metadata": {"path": str(NB_DIR)}})
+    try:
+        client.execute()
+    except BaseException:
+        km.shutdown_kernel(now=True)
+        raise
+    finally:
+        if client.kc is not None:
+            client.kc.stop_channels()
+    return km, time.perf_counter() - t0
 
 
 def figures(nb) -> dict[str, bytes]:

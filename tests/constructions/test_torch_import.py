@@ -6,7 +6,7 @@ hahn work on the result.  PyTorch is a test dependency: without it this module f
 from __future__ import annotations
 
 import json
-import subprocess
+import runpy
 import sys
 from pathlib import Path
 
@@ -122,14 +122,26 @@ def test_cli_import_then_gap_certify_and_hahn(tmp_path, capsys):
     assert "layer norms" in capsys.readouterr().out
 
 
-def test_train_example_runs_end_to_end_in_seconds(tmp_path):
+def test_train_example_runs_end_to_end_in_seconds(tmp_path, monkeypatch, capsys):
     """examples/train_torch.py, very short (30 steps, words up to length 3): trains, imports,
-    compares the softmax model with its argmax counterpart on every word, certifies and verifies."""
+    compares the softmax model with its argmax counterpart on every word, certifies and verifies.
 
-    r = subprocess.run([sys.executable, str(ROOT / "examples" / "train_torch.py"), "--steps", "30", "--train-len", "4",
-                        "--n-max", "3", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
+    Run as ``__main__`` in this process (``runpy``: the script's own code path, argument parsing
+    included), which has torch and softhard imported already; what the script changes in the
+    process — the example encoder's alphabet, torch's thread count, ``sys.path`` — is restored."""
+    monkeypatch.setattr(sys, "argv", ["train_torch.py", "--steps", "30", "--train-len", "4", "--n-max", "3",
+                                      "--out", str(tmp_path)])
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    alphabet, threads = list(encoder.ALPHABET), torch.get_num_threads()
+    try:
+        with pytest.raises(SystemExit) as e:
+            runpy.run_path(str(ROOT / "examples" / "train_torch.py"), run_name="__main__")
+    finally:
+        encoder.ALPHABET[:] = alphabet
+        torch.set_num_threads(threads)
+    assert e.value.code == 0, capsys.readouterr().err
     s = json.loads((tmp_path / "summary.json").read_text())
+    assert json.loads(capsys.readouterr().out) == s  # the summary printed is the one written
     assert s["import_forward_check"]["max_abs_difference"] < 1e-12
     assert s["tau_1_soft_vs_argmax"]["words"] == 2 + 4 + 8
     assert 0 <= s["accuracy_all_words_up_to_train_len"] <= 1

@@ -35,6 +35,7 @@ try:
 except ImportError:
     pass
 import torch
+torch.set_num_threads(1)  # B = 1, d of a few dozen: one thread (softhard's torch_export.one_thread)
 jobs = json.loads(sys.argv[1])
 res = {}
 for prog, words in jobs.items():
