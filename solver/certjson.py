@@ -188,23 +188,61 @@ def canonical(obj) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
-def compute_hashes(cert: dict) -> dict:
-    """``{"algorithm", "scheme", "sections": {path: hex}, "all": hex}`` for ``cert`` (module docstring)."""
+class Texts(dict):
+    """The canonical texts of containers serialised while nothing may change them, by identity:
+    ``id(container) -> (container, canonical bytes)`` (holding the container keeps its id from
+    being reused).  verify makes one per certificate it checks — the certificate's section texts
+    then serve the schema memo's key, the validator's memo, the hashes and the replay diff, each
+    serialised once instead of once per use (ISSUE 16) — and keeps one per memoised replay output
+    (never mutated: the replay memo already relies on that).  Use only on values nobody mutates
+    while the object lives."""
+
+    def text(self, obj) -> bytes:
+        """``canonical(obj)``, remembered for a dict or list (raises what :func:`canonical` raises)."""
+        if not isinstance(obj, (dict, list)):
+            return canonical(obj)
+        got = self.get(id(obj))
+        if got is not None and got[0] is obj:
+            return got[1]
+        out = canonical(obj)
+        self[id(obj)] = (obj, out)
+        return out
+
+    def known(self, obj, text: bytes) -> bytes:
+        """Remember ``text`` as ``obj``'s canonical JSON (the caller assembled it as :func:`canonical`
+        writes it) and return it."""
+        if isinstance(obj, (dict, list)):
+            self[id(obj)] = (obj, text)
+        return text
+
+
+def object_text(obj: dict, texts: Texts) -> bytes:
+    """``canonical(obj)`` of a dict, assembled from its values' texts in ``texts`` (sorted keys,
+    ``"key":value`` joined by ``,``: what :func:`canonical` writes, tests/solver/test_replay.py);
+    serialised whole when a key is not a string (json.dumps would convert or refuse it)."""
+    if not all(type(k) is str for k in obj):
+        return texts.text(obj)
+    return texts.known(obj, b"{" + b",".join(canonical(k) + b":" + texts.text(obj[k]) for k in sorted(obj)) + b"}")
+
+
+def compute_hashes(cert: dict, texts: Texts | None = None) -> dict:
+    """``{"algorithm", "scheme", "sections": {path: hex}, "all": hex}`` for ``cert`` (module
+    docstring).  ``texts``: canonical texts already known (:class:`Texts`; filled with the
+    sections')."""
+    texts = Texts() if texts is None else texts
     body = {k: v for k, v in cert.items() if k != "hashes"}
     sections = {}
-    texts = {}  # each section's canonical text, encoded once: the whole body's is assembled from them
     for k, v in body.items():
         if isinstance(v, list):
-            items = [canonical(x) for x in v]
+            items = [texts.text(x) for x in v]
             for i, t in enumerate(items):
                 sections[f"{k}[{i}]"] = hashlib.sha256(t).hexdigest()
-            text = b"[" + b",".join(items) + b"]"
+            text = texts.known(v, b"[" + b",".join(items) + b"]")
         else:
-            text = canonical(v)
-        texts[k] = text
+            text = texts.text(v)
         sections[k] = hashlib.sha256(text).hexdigest()
     # = canonical(body): sorted keys, "key":value joined by "," (tests/solver/test_replay.py)
-    whole = b"{" + b",".join(canonical(k) + b":" + texts[k] for k in sorted(texts)) + b"}"
+    whole = b"{" + b",".join(canonical(k) + b":" + texts.text(body[k]) for k in sorted(body)) + b"}"
     sections = {k: sections[k] for k in _section_order(body)}
     return {"algorithm": "sha256", "scheme": HASH_SCHEME, "sections": sections,
             "all": hashlib.sha256(whole).hexdigest()}
@@ -221,12 +259,13 @@ def _section_order(body: dict) -> list[str]:
     return out
 
 
-def hash_problems(cert: dict) -> list[tuple[str, str]]:
-    """Sections whose stored hash differs from the recomputed one (``(path, message)``)."""
+def hash_problems(cert: dict, texts: Texts | None = None) -> list[tuple[str, str]]:
+    """Sections whose stored hash differs from the recomputed one (``(path, message)``); ``texts``
+    as for :func:`compute_hashes`."""
     stored = cert.get("hashes")
     if not isinstance(stored, dict) or not isinstance(stored.get("sections"), dict):
         return [("hashes", "missing or malformed")]
-    fresh = compute_hashes(cert)
+    fresh = compute_hashes(cert, texts)
     probs = [(k, "content differs from what was certified (section hash mismatch): the field was edited")
              for k, h in fresh["sections"].items() if stored["sections"].get(k) != h]
     probs += [(k, "section listed in hashes is missing") for k in stored["sections"] if k not in fresh["sections"]]
@@ -299,7 +338,8 @@ def _same_scalar(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
-def diff(stored, fresh, ignore: tuple[str, ...] = (), path: tuple = ()) -> list[tuple[str, str]]:
+def diff(stored, fresh, ignore: tuple[str, ...] = (), path: tuple = (),
+         texts: tuple[Texts, Texts] | None = None) -> list[tuple[str, str]]:
     """Every difference between ``stored`` and ``fresh``, as ``(json path, message)``, skipping
     paths under an ``ignore`` pattern.  Scalars compare exactly except floats (relative
     :data:`FLOAT_REL_TOL`); objects by key set and values; lists by length and elements.
@@ -307,7 +347,8 @@ def diff(stored, fresh, ignore: tuple[str, ...] = (), path: tuple = ()) -> list[
     Depth first, in ``stored``'s key order then ``fresh``'s new keys.  Equal subtrees are skipped
     whole (Python ``==`` confirmed by equal canonical JSON, so ``true`` never passes for ``1``), and
     the ignore patterns are matched one path component at a time (ISSUE 16: verify's comparison
-    was half of an every-edit test's time)."""
+    was half of an every-edit test's time).  ``texts``: the canonical texts known of ``stored``'s and
+    of ``fresh``'s containers (:class:`Texts`, filled as they are compared)."""
     live = tuple((_split(p), 0) for p in ignore)
     if any(not parts for parts, _ in live):  # the empty pattern names the root
         return []
@@ -315,7 +356,7 @@ def diff(stored, fresh, ignore: tuple[str, ...] = (), path: tuple = ()) -> list[
     if live is None:
         return []
     out: list[tuple[str, str]] = []
-    _diff(stored, fresh, live, path, out)
+    _diff(stored, fresh, live, path, out, (Texts(), Texts()) if texts is None else texts)
     return out
 
 
@@ -342,19 +383,20 @@ def _step(live, key):
     return tuple(nxt)
 
 
-def _equal(a, b) -> bool:
-    """``a`` and ``b`` equal as JSON values (for containers: a sufficient test, cheap)."""
+def _equal(a, b, texts: tuple[Texts, Texts]) -> bool:
+    """``a`` and ``b`` equal as JSON values (for containers: a sufficient test, cheap); ``texts``:
+    those known of ``a``'s side and ``b``'s."""
     if a != b:
         return False
     try:
-        return canonical(a) == canonical(b)
+        return texts[0].text(a) == texts[1].text(b)
     except (TypeError, ValueError):  # NaN or a non-JSON value: compare element by element
         return False
 
 
-def _diff(stored, fresh, live, path: tuple, out: list) -> None:
+def _diff(stored, fresh, live, path: tuple, out: list, texts: tuple[Texts, Texts]) -> None:
     if isinstance(stored, dict) and isinstance(fresh, dict):
-        if _equal(stored, fresh):
+        if _equal(stored, fresh, texts):
             return
         for k in stored:
             sub = _step(live, k) if live else live
@@ -363,7 +405,7 @@ def _diff(stored, fresh, live, path: tuple, out: list) -> None:
             if k not in fresh:
                 out.append((fmt_path(path + (k,)), "not part of the certificate the replay produces"))
             else:
-                _diff(stored[k], fresh[k], sub, path + (k,), out)
+                _diff(stored[k], fresh[k], sub, path + (k,), out, texts)
         for k in fresh:
             if k not in stored and (not live or _step(live, k) is not None):
                 out.append((fmt_path(path + (k,)), "missing (the replay produces it)"))
@@ -372,12 +414,12 @@ def _diff(stored, fresh, live, path: tuple, out: list) -> None:
         if len(stored) != len(fresh):
             out.append((fmt_path(path) or "<root>", f"has {len(stored)} item(s), the replay gives {len(fresh)}"))
             return
-        if _equal(stored, fresh):
+        if _equal(stored, fresh, texts):
             return
         for i, (a, b) in enumerate(zip(stored, fresh)):
             sub = _step(live, i) if live else live
             if sub is not None:
-                _diff(a, b, sub, path + (i,), out)
+                _diff(a, b, sub, path + (i,), out, texts)
         return
     if isinstance(stored, (dict, list)) or isinstance(fresh, (dict, list)) or not _same_scalar(stored, fresh):
         out.append((fmt_path(path) or "<root>", _differs(stored, fresh)))

@@ -22,92 +22,26 @@ as their consistency checks go.
 
 from __future__ import annotations
 
-import json
-import os
+import contextlib
 import re
 import time
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 from ..constructions.errors import SofthardError
-from .certjson import canonical, diff, hash_problems, leaves
+from .certjson import Texts, canonical, diff, hash_problems
 from .oracle import ORACLE_LOG
 from .records import FrozenRecord, Record
 from .replay_memo import (Replayed, artefact_key, lookup, record, remember_schema_valid, schema_valid,
                           working_precision)
 from .replay_memo import enabled as memo_enabled
+from .schema_memo import _TEXTS, SCHEMA_FILE, _schema_text, _validator, schema  # noqa: F401 (re-exported)
 from .z3proc import VERIFY_DEADLINE
 
 SCHEMA = "softhard-certificate"
 SCHEMA_VERSION = 2
-SCHEMA_FILE = "certificate-2.schema.json"
 #: schema identifiers of earlier versions: verified no more, answered with one line
 OLD_SCHEMAS = {"softhard-certificate": 1, "softhard-tracr-certificate": 1}
-
-
-@lru_cache(maxsize=1)
-def _schema_text() -> str:
-    """The schema's text (package data), read from this package's directory — where
-    ``importlib.resources.files("softhard.solver")`` reads it for a package on the file system —
-    else (a package in a zip) through importlib.resources (~5 ms of every verify's start-up when
-    imported: ISSUE 16)."""
-    try:
-        with open(os.path.join(os.path.dirname(__file__), "schema", SCHEMA_FILE), encoding="utf-8") as fh:
-            return fh.read()
-    except OSError:
-        from importlib import resources  # (standard library)
-
-        return resources.files("softhard.solver").joinpath("schema", SCHEMA_FILE).read_text("utf-8")
-
-
-def schema() -> dict:
-    """The JSON Schema of certificates (draft 2020-12), one for every kind."""
-    return json.loads(_schema_text())
-
-
-@lru_cache(maxsize=1)
-def _validator() -> "jsonschema.Draft202012Validator":  # noqa: F821 - imported lazily
-    """The schema's validator (jsonschema is imported here, by verify only: ~0.1 s of every
-    certify's start-up otherwise).  The schema is package data: that it is a valid draft 2020-12
-    schema is tested (tests/solver/test_schema_valid.py), not re-checked by every verify
-    (``check_schema`` was ~0.1 s CPU of each; ISSUE 16)."""
-    import jsonschema  # third-party, heavy; verify's schema check only
-
-    base = jsonschema.Draft202012Validator
-    return jsonschema.validators.extend(base, {"properties": _memo_properties})(schema())
-
-
-#: (id of a subschema, canonical JSON of an object's property value) -> that subschema, for the
-#: values found valid under it (the schema has local ``$ref`` s only, no ``$id``, ``$dynamicRef``,
-#: ``format`` or ``unevaluated*``: a value's validity under a subschema depends on the two alone)
-_VALID: dict[tuple[int, bytes], dict] = {}
-_VALID_MAX = 4096
-
-
-def _memo_properties(validator, properties, instance, schema):
-    """jsonschema's ``properties`` keyword, skipping a non-empty object or array value already
-    found valid under the same subschema (verify of many edited copies of one certificate
-    re-validates the unedited sections: ISSUE 16).  The same errors, in the same order: only a
-    value that yielded none is remembered, and an invalid one is validated afresh every time."""
-    if not validator.is_type(instance, "object"):
-        return
-    for prop, subschema in properties.items():
-        if prop not in instance:
-            continue
-        value, key = instance[prop], None
-        if isinstance(value, (dict, list)) and value and isinstance(subschema, dict):
-            try:
-                key = (id(subschema), canonical(value))
-            except (TypeError, ValueError):  # NaN/Infinity or a non-JSON value: validated as it is
-                key = None
-            if key is not None and _VALID.get(key) is subschema:
-                continue
-        errors = list(validator.descend(value, subschema, path=prop, schema_path=prop))
-        if key is not None and not errors:
-            if len(_VALID) >= _VALID_MAX:
-                _VALID.clear()
-            _VALID[key] = subschema
-        yield from errors
 
 
 @lru_cache(maxsize=1)
@@ -210,12 +144,18 @@ _REPLAY_CACHE = 16
 _ARTEFACTS: dict[str, Replayed] = {}
 
 
-def _replay(kind: Kind, cert: dict, timeout_s: float) -> tuple[dict, object, list]:
-    """``kind.replay`` (memoised per inputs and limit), with the oracle transcript it recorded."""
-    key = canonical([kind.name, kind.inputs(cert), timeout_s])
+def _replay(kind: Kind, cert: dict, timeout_s: float, known: tuple[Callable, str, bytes] | None = None
+            ) -> tuple[dict, object, list]:
+    """``kind.replay`` (memoised per inputs and limit), with the oracle transcript it recorded;
+    ``known``: ``(an inputs function, a kind name, the memo key they give for cert)``, used when
+    they are the kind's own (:func:`_fast` computed it: the inputs serialised once)."""
+    if known is not None and known[0] is kind.inputs and known[1] == kind.name:
+        key = known[2]
+    else:
+        key = canonical([kind.name, kind.inputs(cert), timeout_s])
     if key not in _REPLAYS:
         if len(_REPLAYS) >= _REPLAY_CACHE:
-            _BUDGET_HITS.pop(id(_REPLAYS.pop(next(iter(_REPLAYS)))[0]), None)
+            _forget(_REPLAYS.pop(next(iter(_REPLAYS)))[0])
         log: list = []
         token = ORACLE_LOG.set(log)
         try:
@@ -226,16 +166,16 @@ def _replay(kind: Kind, cert: dict, timeout_s: float) -> tuple[dict, object, lis
     return _REPLAYS[key]
 
 
-def _live(kinds: Mapping[str, Kind], name: str, cert: dict, timeout_s: float, deadline: float
-          ) -> tuple[dict, object, list]:
+def _live(kinds: Mapping[str, Kind], name: str, cert: dict, timeout_s: float, deadline: float,
+          known: tuple[Callable, str, bytes] | None = None) -> tuple[dict, object, list]:
     """The live replay of ``cert`` by its kind ``kinds[name]`` (the kind's module imported and run
     at the deferred mpmath precision, if any: :func:`~.replay_memo.working_precision`), its claims
     within the verify's ``deadline`` (``time.perf_counter()``), with its oracle transcript (raises
-    what ``kind.replay`` raises)."""
+    what ``kind.replay`` raises); ``known`` as for :func:`_replay`."""
     token = VERIFY_DEADLINE.set(deadline)
     try:
         with working_precision():
-            return _replay(kinds[name], cert, timeout_s)
+            return _replay(kinds[name], cert, timeout_s, known)
     finally:
         VERIFY_DEADLINE.reset(token)
 
@@ -260,7 +200,9 @@ def _measured(kind: Kind, cert: dict, fresh: dict, ctx: object, log: list) -> Re
     return out
 
 
-def _envelope(cert, rep: VerifyReport) -> bool | None:
+def _envelope(cert, rep: VerifyReport, texts: Texts) -> bool | None:
+    """The envelope and schema check of verify: False (``rep`` has the problem), True (validated
+    here) or None (valid by the schema memo); ``texts``: the certificate's canonical texts, filled."""
     if not isinstance(cert, dict):
         rep.add("<root>", "a certificate is a JSON object")
         return False
@@ -272,11 +214,12 @@ def _envelope(cert, rep: VerifyReport) -> bool | None:
     if sid != SCHEMA or ver != SCHEMA_VERSION:
         rep.add("schema", f"not a softhard certificate of schema {SCHEMA_VERSION} (schema {sid!r}, version {ver!r})")
         return False
-    if schema_valid(cert, _schema_text()):  # this exact text validated before (replay_memo; the cache's trust)
+    if schema_valid(cert, _schema_text(), texts):  # this exact text validated before (replay_memo; the cache's trust)
         rep.checked.append("schema")
         return None  # valid, from the memo
     import jsonschema  # third-party, heavy: loaded by verify only (see _validator)
 
+    token = _TEXTS.set(texts)
     try:
         err = jsonschema.exceptions.best_match(_validator().iter_errors(cert))  # = jsonschema.validate
         if err is not None:
@@ -285,6 +228,8 @@ def _envelope(cert, rep: VerifyReport) -> bool | None:
         path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path).lstrip(".") or "<root>"
         rep.add(path, f"schema violation: {e.message[:300]}")
         return False
+    finally:
+        _TEXTS.reset(token)
     rep.checked.append("schema")
     return True
 
@@ -457,19 +402,64 @@ def _budget_hit(fresh: dict) -> bool:
     known = _BUDGET_HITS.get(id(fresh))
     if memo and known is not None and known[0] is fresh:  # (the very object: an id is reused once freed)
         return known[1]
-    # a claim's reason, or a search row's message (the re-check of a found value states its proof's
-    # reason there: "not proved at the stated value (verify time budget exhausted ...)")
-    hit = any(isinstance(v, str) and p and (p[-1] == "reason" or (p[0] == "search" and p[-1] == "message"))
-              and any(w in v for w in BUDGET_WORDS) for p, v in leaves(fresh))
+    hit = _budget_words(fresh)
     if memo:
         _BUDGET_HITS[id(fresh)] = (fresh, hit)
     return hit
+
+
+def _budget_words(obj) -> bool:
+    """Whether a string under a ``reason`` key anywhere in ``obj``, or under a ``message`` key inside
+    its top-level ``search`` (a claim's reason, or a search row's message: the re-check of a found
+    value states its proof's reason there: "not proved at the stated value (verify time budget
+    exhausted ...)"), holds one of :data:`BUDGET_WORDS`: every such leaf of
+    :func:`~.certjson.leaves`, walked without a generator per container (ISSUE 16: the walk of the
+    stored certificate was a fifth of a rejected edit's verify)."""
+    stack: list = [(obj, None)]  # (value, inside the top-level search; None: the top level itself)
+    while stack:
+        v, search = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(x, str):
+                    if (k == "reason" or (search and k == "message")) and any(w in x for w in BUDGET_WORDS):
+                        return True
+                elif isinstance(x, (dict, list)):
+                    stack.append((x, k == "search" if search is None else search))
+        elif isinstance(v, list):
+            stack.extend((x, bool(search)) for x in v if isinstance(x, (dict, list)))
+    return False
+
+
+#: id of a memoised replay's certificate (alive in _REPLAYS or _ARTEFACTS) -> (it, the canonical
+#: texts of its containers, :class:`~.certjson.Texts`): the diff of every edited copy of one
+#: certificate serialises the replay's sections once (the replay output is never mutated: the memo
+#: already relies on that)
+_FRESH_TEXTS: dict[int, tuple[dict, Texts]] = {}
+
+
+def _fresh_texts(fresh: dict) -> Texts:
+    """The canonical texts of ``fresh``'s containers: kept while ``fresh`` is a memoised replay's
+    output (:data:`_REPLAYS`, :data:`_ARTEFACTS`), else new (one verify's)."""
+    known = _FRESH_TEXTS.get(id(fresh))
+    if known is not None and known[0] is fresh:
+        return known[1]
+    texts = Texts()
+    if any(r[0] is fresh for r in _REPLAYS.values()) or any(a.fresh is fresh for a in _ARTEFACTS.values()):
+        _FRESH_TEXTS[id(fresh)] = (fresh, texts)
+    return texts
+
+
+def _forget(fresh: dict) -> None:
+    """Drop what is kept of an evicted replay's output."""
+    _BUDGET_HITS.pop(id(fresh), None)
+    _FRESH_TEXTS.pop(id(fresh), None)
 
 
 def clear_replay_cache() -> None:
     """Forget earlier replays (each verify of an identical certificate otherwise reuses one)."""
     _REPLAYS.clear()
     _BUDGET_HITS.clear()
+    _FRESH_TEXTS.clear()
     _ARTEFACTS.clear()
 
 
@@ -490,20 +480,23 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
     certificate's live replay records one."""
     t0 = time.perf_counter()
     rep = VerifyReport(status=cert.get("status") if isinstance(cert, dict) else None)
-    schema_live = _envelope(cert, rep)
+    # the canonical texts of cert's containers, each serialised once: for the schema memo's key, the
+    # validator's memo, the hashes and the diff (cert is not mutated while verify runs: tests/tamper.py)
+    texts = Texts()
+    schema_live = _envelope(cert, rep, texts)
     if schema_live is False:
         rep.seconds = time.perf_counter() - t0
         return rep
-    hashes = hash_problems(cert)
+    hashes = hash_problems(cert, texts)
     name = cert["kind"]
     if name not in kinds:
         rep.add("kind", f"unknown certificate kind {name!r} (known: {', '.join(sorted(kinds))})")
     else:
         limit = replay_timeout(cert, timeout_s)
         deadline = time.perf_counter() + budget_s  # one total budget, whichever path replays
-        got, key = _fast(fast_inputs, name, cert, limit, deadline)
+        got, key, known = _fast(fast_inputs, name, cert, limit, deadline)
         try:
-            live = None if got is not None else _live(kinds, name, cert, limit, deadline)
+            live = None if got is not None else _live(kinds, name, cert, limit, deadline, known)
         except SofthardError as e:
             rep.add(getattr(e, "path", None) or "source", f"cannot replay the certificate: {e}")
         except Exception as e:  # noqa: BLE001 — a tampered source can fail in many ways; report, never crash
@@ -514,11 +507,11 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
             fresh = got.fresh
             # (``solver`` is an input of the replay, as ``range`` is: taken, not re-derived; schema-checked)
             body = {k: v for k, v in cert.items() if k not in ("hashes", SOLVER_SECTION)}
-            probs = _name_copies(diff(body, fresh, unchecked_fields(name)), body)
+            probs = _name_copies(diff(body, fresh, unchecked_fields(name), texts=(texts, _fresh_texts(fresh))), body)
             replay_hit = bool(probs) and _budget_hit(fresh)
             # a claim the certifying run left unknown at its time limit may replay proved or refuted under
             # the same limit (Z3's limits are wall-clock): not decided either way, never "edited"
-            stored_hit = bool(probs) and not replay_hit and _budget_hit(body) and _only_stopped_claims(body, probs)
+            stored_hit = bool(probs) and not replay_hit and _only_stopped_claims(body, probs) and _budget_hit(body)
             budget = replay_hit or stored_hit
             if replay_hit:
                 probs = [(p, m + " (the replay hit a solver budget — a query's time limit, a claim's box or "
@@ -537,40 +530,47 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
             rep.checked.extend(c + said for c in got.checked)
             rep.undecided = budget and len(rep.problems) == len(probs)
             if key is not None and not got.from_artefact and not rep.problems and not hashes and not _budget_hit(fresh):
-                record(key, got)  # a valid certificate's live replay: the artefact of its inputs
+                with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError):  # (as _fast's)
+                    record(key(), got)  # a valid certificate's live replay: the artefact of its inputs
     rep.problems.extend(hashes)
     rep.undecided = rep.undecided and not hashes
     rep.checked.append("hashes")
     if schema_live and rep.ok:
-        remember_schema_valid(cert, _schema_text())
+        remember_schema_valid(cert, _schema_text(), texts)
     rep.seconds = time.perf_counter() - t0
     return rep
 
 
 def _fast(fast_inputs: Mapping[str, Callable[[dict], object]] | None, name: str, cert: dict,
-          timeout_s: float, deadline: float) -> tuple[Replayed | None, str | None]:
-    """``(the replay from a recorded artefact or None, the artefact key or None)``: the key when
+          timeout_s: float, deadline: float
+          ) -> tuple[Replayed | None, Callable[[], str] | None, tuple[Callable, str, bytes] | None]:
+    """``(the replay from a recorded artefact or None, the artefact key's maker or None, the replay
+    memo's key or None)``: the key (made when needed: a verify of an edited copy whose replay this
+    process has needs none, ISSUE 16; it raises what :func:`~.replay_memo.artefact_key` raises) when
     ``fast_inputs`` has a SymPy-free inputs function for kind ``name`` and artefacts are on
     (:mod:`softhard.solver.replay_memo`); the replay when an artefact under it re-ran every oracle
     call live with the recorded answers before ``deadline`` (``time.perf_counter()``) — unless this
     process replayed the same inputs already (:data:`_REPLAYS`: the live path reuses that replay
     without re-running anything).  As a live replay is, an artefact's replay is kept for this
     process's later verifies of the same inputs (:data:`_ARTEFACTS`: edited copies of one
-    certificate share it; :func:`clear_replay_cache` forgets it)."""
+    certificate share it; :func:`clear_replay_cache` forgets it).  The memo key is
+    ``(the inputs function, name, its canonical key)``, for :func:`_replay`."""
     if fast_inputs is None or name not in fast_inputs or not memo_enabled():
-        return None, None
+        return None, None, None
     try:
-        inputs = fast_inputs[name](cert)
+        fn = fast_inputs[name]
+        inputs = fn(cert)
+        known = (fn, name, canonical([name, inputs, timeout_s]))
+        if known[2] in _REPLAYS:
+            return None, lambda: artefact_key(name, inputs, timeout_s), known
         key = artefact_key(name, inputs, timeout_s)
-        if canonical([name, inputs, timeout_s]) in _REPLAYS:
-            return None, key
     except (KeyError, TypeError, ValueError, AttributeError):  # inputs the kind cannot read: the live path reports them
-        return None, None
+        return None, None, None
     if key not in _ARTEFACTS:
         got = lookup(key, deadline)
         if got is None:
-            return None, key
+            return None, lambda: key, known
         if len(_ARTEFACTS) >= _REPLAY_CACHE:
-            _BUDGET_HITS.pop(id(_ARTEFACTS.pop(next(iter(_ARTEFACTS))).fresh), None)
+            _forget(_ARTEFACTS.pop(next(iter(_ARTEFACTS))).fresh)
         _ARTEFACTS[key] = got
-    return _ARTEFACTS[key], key
+    return _ARTEFACTS[key], lambda: key, known

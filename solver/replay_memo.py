@@ -39,7 +39,7 @@ import time
 from ..bounds import store
 from ..installed import version as installed_version
 from .balls import rerun_row
-from .certjson import canonical
+from .certjson import Texts, canonical, object_text
 from .records import Record
 from .z3proc import run_z3
 
@@ -240,30 +240,31 @@ def record(key: str, rep: Replayed) -> None:
                      "checked": rep.checked, "transcript": rep.transcript})
 
 
-def _schema_key(cert: dict, schema_text: str) -> str | None:
-    try:
-        text = canonical(cert)
+def _schema_key(cert: dict, schema_text: str, texts: Texts | None = None) -> str | None:
+    try:  # (= canonical(cert), from the sections' texts when verify has them: certjson.object_text)
+        text = canonical(cert) if texts is None else object_text(cert, texts)
     except (TypeError, ValueError):  # NaN/Infinity or a non-JSON value: validated, never memoised
         return None
     return store.entry_key(SCHEMA_VALID, [hashlib.sha256(schema_text.encode()).hexdigest(),
                                           hashlib.sha256(text).hexdigest()])
 
 
-def schema_valid(cert: dict, schema_text: str) -> bool:
+def schema_valid(cert: dict, schema_text: str, texts: Texts | None = None) -> bool:
     """Whether a JSON Schema validation found ``cert`` (its exact canonical JSON) valid under the
     schema ``schema_text`` before (memoised in the cache by :func:`remember_schema_valid`; False
-    when artefacts are off or nothing is recorded)."""
+    when artefacts are off or nothing is recorded); ``texts``: canonical texts of ``cert``'s
+    containers already known (:class:`~.certjson.Texts`, filled)."""
     if not enabled():
         return False
-    key = _schema_key(cert, schema_text)
+    key = _schema_key(cert, schema_text, texts)
     return key is not None and store.load(key) is True
 
 
-def remember_schema_valid(cert: dict, schema_text: str) -> None:
+def remember_schema_valid(cert: dict, schema_text: str, texts: Texts | None = None) -> None:
     """Record that ``cert`` is valid under ``schema_text`` (call only after a validation found no
-    error); nothing when artefacts are off."""
+    error); nothing when artefacts are off.  ``texts`` as for :func:`schema_valid`."""
     if not enabled():
         return
-    key = _schema_key(cert, schema_text)
+    key = _schema_key(cert, schema_text, texts)
     if key is not None:
         store.save(key, True)

@@ -175,13 +175,18 @@ def edits(cert: dict, kind: str, *, deletions: bool = True):
 SETTINGS = ("solver", "solver.timeout_s")
 
 
-def undetected(cert: dict, kind: str, verify, *, deletions: bool = True, inputs: tuple[str, ...] = ()) -> list[str]:
+def undetected(cert: dict, kind: str, verify, *, deletions: bool = True, inputs: tuple[str, ...] = (),
+               only=None) -> list[str]:
     """The edits ``verify`` accepts or does not locate: an edit must make the certificate invalid
     (except an edit of a replay setting, :data:`SETTINGS`, that changes no outcome), and, unless it
     lies under one of the ``inputs`` patterns (source and parameters, which show up in the fields
-    derived from them), one reported problem must name its path or a path above or below it."""
+    derived from them), one reported problem must name its path or a path above or below it.
+    ``only``: a predicate on the edited certificate; the edits it refuses are not verified here
+    (the caller says where they are)."""
     bad = []
     for path, what, c2 in edits(cert, kind, deletions=deletions):
+        if only is not None and not only(c2):
+            continue
         rep = verify(c2)
         where = fmt_path(path)
         if rep.ok and where in SETTINGS:

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from softhard.constructions.errors import CertificateError
 from softhard.constructions.parse import load_spec
 from softhard.solver.certificate import certify
-from softhard.solver.certjson import (MAX_DEPTH, _same_scalar, _short, canonical, compute_hashes, diff, fmt_path,
-                                      load_certificate, loads, matches)
+from softhard.solver.certjson import (MAX_DEPTH, Texts, _same_scalar, _short, canonical, compute_hashes, diff,
+                                      fmt_path, leaves, load_certificate, loads, matches, object_text)
 from softhard.solver.cli import main
 from softhard.solver.kinds import verify_certificate
 from softhard.solver.pipeline import build
-from softhard.solver.replay import measured_fields
+from softhard.solver.replay import BUDGET_WORDS, _budget_words, measured_fields
 from tamper import edits, undetected
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -208,6 +208,8 @@ def test_diff_equals_the_plain_recursive_comparison(data):
     path = tuple(data.draw(st.lists(st.sampled_from(["a", 0]), max_size=2)))
     assert diff(a, b, ignore, path) == _reference_diff(a, b, ignore, path)
     assert diff(a, a, ignore, path) == [] and diff(b, b) == []
+    texts = (Texts(), Texts())  # the canonical texts kept between calls (verify's per-replay memo)
+    assert diff(a, b, ignore, path, texts) == diff(a, b, ignore, path, texts) == _reference_diff(a, b, ignore, path)
 
 
 
@@ -227,6 +229,27 @@ def test_hashes_equal_the_section_by_section_definition(body):
             want.update({f"{k}[{i}]": h(x) for i, x in enumerate(v)})
     got = compute_hashes({**body, "hashes": {"stale": 1}})
     assert got["all"] == h(body) and list(got["sections"].items()) == list(want.items())
+    texts = Texts()  # verify's: the sections' texts shared by the schema memo's key and the hashes
+    cert = {**body, "hashes": {"stale": 1}}
+    assert object_text(cert, texts) == canonical(cert) and compute_hashes(cert, texts) == got
+    assert all(texts.text(v) == canonical(v) for v in body.values())
+
+
+_BUDGET_JSON = st.recursive(st.sampled_from(["ok", "timeout", "budget exhausted", "x time limit", 0, None]),
+                            lambda c: st.lists(c, max_size=3)
+                            | st.dictionaries(st.sampled_from(["reason", "message", "search", "claims", "a"]), c,
+                                              max_size=3), max_leaves=12)
+
+
+@given(st.dictionaries(st.sampled_from(["reason", "message", "search", "claims"]), _BUDGET_JSON, max_size=4))
+@settings(max_examples=300, deadline=None)
+def test_budget_words_equal_the_leaf_by_leaf_definition(body):
+    """verify's walk for budget words (replay._budget_words) finds exactly the leaves the
+    definition names: a string under a ``reason`` key, or under ``message`` inside the top-level
+    ``search``, holding a budget word."""
+    want = any(isinstance(v, str) and p and (p[-1] == "reason" or (p[0] == "search" and p[-1] == "message"))
+               and any(w in v for w in BUDGET_WORDS) for p, v in leaves(body))
+    assert _budget_words(body) == want
 
 def test_diff_tells_true_from_one_in_equal_looking_containers():
     assert [True, {"a": False}] == [1, {"a": 0}]  # Python's == alone would skip them
