@@ -4,6 +4,7 @@ formula evaluator), with word samplers: uniform random words and near-balanced a
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,12 +106,25 @@ def length_grid(n_max: int, small: int = 12, points: int = 60) -> list[int]:
 
 
 def random_words(alphabet: str, count: int, lengths: list[int], seed: int) -> list[str]:
-    """``count`` uniform random words, each length drawn uniformly from ``lengths``."""
+    """``count`` uniform random words, each length drawn uniformly from ``lengths`` (a new list;
+    drawn once per process for each argument tuple: the three comparator configurations of a
+    language in tests/test_counting_languages.py draw the same words)."""
+    return list(_random_words(alphabet, count, tuple(lengths), seed))
+
+
+@functools.cache
+def _random_words(alphabet: str, count: int, lengths: tuple[int, ...], seed: int) -> tuple[str, ...]:
     rng = random.Random(seed)
-    return ["".join(rng.choice(alphabet) for _ in range(rng.choice(lengths))) for _ in range(count)]
+    return tuple("".join(rng.choice(alphabet) for _ in range(rng.choice(lengths))) for _ in range(count))
 
 
 def near_words(lang: CountingLanguage, count: int, lengths: list[int], seed: int) -> list[str]:
-    """``count`` adversarial words, each of a length drawn uniformly from ``lengths``."""
+    """``count`` adversarial words, each of a length drawn uniformly from ``lengths`` (a new list;
+    drawn once per process for each argument tuple, as :func:`random_words`)."""
+    return list(_near_words(lang, count, tuple(lengths), seed))
+
+
+@functools.cache
+def _near_words(lang: CountingLanguage, count: int, lengths: tuple[int, ...], seed: int) -> tuple[str, ...]:
     rng = random.Random(seed)
-    return [lang.near(rng, rng.choice(lengths)) or lang.alphabet[0] for _ in range(count)]
+    return tuple(lang.near(rng, rng.choice(lengths)) or lang.alphabet[0] for _ in range(count))

@@ -3,6 +3,7 @@ with samplers of members and near misses (shared by the semantics and transforme
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,7 +129,14 @@ def _mutate(rng: random.Random, w: str, alphabet: str) -> str:
 
 
 def random_words(lang: Language, seed: int) -> list[str]:
-    """N_RANDOM words of lengths 1..MAX_LEN: uniform, members, mutated members, near misses."""
+    """N_RANDOM words of lengths 1..MAX_LEN: uniform, members, mutated members, near misses (a new
+    list; drawn once per process for each ``(lang, seed)``: the transformer tests of both regimes
+    draw the same words)."""
+    return list(_random_words(lang, seed))
+
+
+@functools.cache
+def _random_words(lang: Language, seed: int) -> tuple[str, ...]:
     rng = random.Random(seed)
     words = []
     for i in range(N_RANDOM):
@@ -144,6 +152,6 @@ def random_words(lang: Language, seed: int) -> list[str]:
             w = lang.near_miss(rng, L)
         w = w[:MAX_LEN] or rng.choice(lang.alphabet)
         words.append(w)
-    return words
+    return tuple(words)
 
 

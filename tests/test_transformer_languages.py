@@ -5,11 +5,13 @@ For each example and each regime, at the temperature the node bounds require for
 the soft transformer's clean output at the judged position must equal Python's ``re.fullmatch``
 on a regular expression written independently of the formula: all non-empty words up to length 12
 and 10,000 random words of lengths 1..500 (members, mutated members, near misses, uniform).
-The hard transformer is checked on the same words.
+The hard transformer is checked on the same words.  The words and their regex verdicts are drawn
+and computed once per language (:func:`_words_and_members`) and shared by both regimes' tests.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from fractions import Fraction
@@ -74,17 +76,26 @@ def _soft_verdicts(c, words, hard_up_to=10**9):
     return res, sched
 
 
-@pytest.mark.parametrize("regime", ["T", "U"])
-@pytest.mark.parametrize("name", sorted(LANGUAGES))
-def test_soft_transformer_recognises_language(name: str, regime: str) -> None:
+@functools.cache
+def _words_and_members(name: str) -> tuple[frozenset[str], dict[str, bool]]:
+    """The test words of a language (every non-empty word up to ``MAX_EXHAUSTIVE`` and the random
+    words) and ``{word: re.fullmatch(regex, word) is not None}``: the same for regimes T and U."""
     lang = LANGUAGES[name]
-    spec = load_spec(str(EXAMPLES / f"{name}.ltl"))
-    c = build(spec, regime, eta=ETA)
     regex = re.compile(lang.regex)
     words = ["".join(t) for k in range(1, MAX_EXHAUSTIVE + 1) for t in itertools.product(lang.alphabet, repeat=k)]
     words += random_words(lang, seed=777 + sorted(LANGUAGES).index(name))
-    verdicts, sched = _soft_verdicts(c, set(words))
-    member = {w: regex.fullmatch(w) is not None for w in verdicts}  # the regex once per word
+    words = frozenset(words)
+    return words, {w: regex.fullmatch(w) is not None for w in words}  # the regex once per word
+
+
+@pytest.mark.parametrize("regime", ["T", "U"])
+@pytest.mark.parametrize("name", sorted(LANGUAGES))
+def test_soft_transformer_recognises_language(name: str, regime: str) -> None:
+    spec = load_spec(str(EXAMPLES / f"{name}.ltl"))
+    c = build(spec, regime, eta=ETA)
+    words, member = _words_and_members(name)
+    verdicts, sched = _soft_verdicts(c, words)
+    assert verdicts.keys() == member.keys()
     wrong = [(w, v) for w, v in verdicts.items() if v[0] != member[w]]
     wrong_hard = [w for w, v in verdicts.items() if v[1] is not None and v[1] != member[w]]
     assert not wrong_hard, f"hard transformer disagrees with the regex on {wrong_hard[:3]}"

@@ -243,13 +243,13 @@ def test_accepts_spec_and_errors() -> None:
 
 def test_speed_ten_thousand_words_of_length_500() -> None:
     rng = random.Random(1)
-    words = ["".join(rng.choice("ab") for _ in range(500)) for _ in range(10_000)]
+    words = ["".join(rng.choices("ab", k=500)) for _ in range(10_000)]  # uniform; ~5x cheaper to draw than choice
     f = parse_formula("(a S (b & Y a)) U (#a > 2*#b - 3) | G (a -> F b) & H (b -> P a)")
-    start = time.perf_counter()
+    start = time.process_time()  # this process's CPU: other processes on a shared machine do not count
     results = [accepts(f, w) for w in words]
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert 0 < sum(results) < len(words)
-    assert elapsed < 15, f"{elapsed:.1f} s for 10^4 words of length 500"
+    assert elapsed < 15, f"{elapsed:.1f} s CPU for 10^4 words of length 500"
 
 
 @pytest.mark.parametrize("text,word", [

@@ -197,45 +197,50 @@ def test_non_utf8_formula_file(tmp_path, capsys):
     assert "\n" not in err and "Traceback" not in err and "not a UTF-8 text file" in err and "bad.ltl" in err
 
 
-def test_help_and_console_script():
-    import shutil
-    exe = shutil.which("softhard", path=str(Path(sys.executable).parent))
-    assert exe, "the console script 'softhard' is installed next to the interpreter"
-    out = subprocess.run([exe, "--help"], capture_output=True, text=True)
-    assert out.returncode == 0 and "certify" in out.stdout and "verify" in out.stdout
-    for cmd in ("run", "bound", "confirm", "certify", "verify", "gap", "hahn"):
-        out = subprocess.run([exe, cmd, "--help"], capture_output=True, text=True)
-        assert out.returncode == 0, (cmd, out.stderr)
-        assert "--json" in out.stdout, cmd
-
-
 #: third-party packages the pipeline's stages load; building the parser loads none of them
 STAGE_PACKAGES = {"numpy", "sympy", "z3", "mpmath", "flint", "networkx", "lark", "rich", "jsonschema"}
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["certify", "--help"], ["run", "Y a", "ab", "--tau", "0"]])
-def test_help_and_usage_errors_load_no_stage(argv):
-    """``softhard --help``, a command's help and a usage error return without importing NumPy,
-    SymPy or Z3 (the commands' handlers are imported only to run them; solver/cli/__init__.py).
-    PYTHONPROFILEIMPORTTIME makes the installed console script list every module it imports."""
+def _console_script_loading_no_stage(argv, returncode):
+    """Run the installed console script ``softhard ARGV`` with PYTHONPROFILEIMPORTTIME (it then lists
+    every module it imports on stderr); assert its exit status and that it imported no stage package
+    and no command handler; its stdout."""
     import os
     import shutil
     exe = shutil.which("softhard", path=str(Path(sys.executable).parent))
+    assert exe, "the console script 'softhard' is installed next to the interpreter"
     out = subprocess.run([exe, *argv], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
-    assert out.returncode == (2 if "--tau" in argv else 0), out.stderr[-2000:]
+    assert out.returncode == returncode, (argv, out.stderr[-2000:])
     imported = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
     assert "softhard.solver.cli.options" in imported  # the listing works
-    assert not {m.split(".")[0] for m in imported} & STAGE_PACKAGES
-    assert not {m for m in imported if m.startswith("softhard.solver.cli.handlers")}
+    assert not {m.split(".")[0] for m in imported} & STAGE_PACKAGES, argv
+    assert not {m for m in imported if m.startswith("softhard.solver.cli.handlers")}, argv
+    return out.stdout
+
+
+def test_help_and_console_script():
+    """``softhard --help`` and every command's help, through the installed console script: each
+    returns 0 without importing NumPy, SymPy or Z3 (the commands' handlers are imported only to run
+    them; solver/cli/__init__.py)."""
+    out = _console_script_loading_no_stage(["--help"], 0)
+    assert "certify" in out and "verify" in out
+    for cmd in ("run", "bound", "confirm", "certify", "verify", "gap", "hahn"):
+        assert "--json" in _console_script_loading_no_stage([cmd, "--help"], 0), cmd
+
+
+def test_usage_errors_load_no_stage():
+    """A usage error returns (exit 2) without importing NumPy, SymPy or Z3 (``--help`` and a
+    command's help: the test above)."""
+    _console_script_loading_no_stage(["run", "Y a", "ab", "--tau", "0"], 2)
 
 
 @pytest.mark.parametrize("src", [[str(EXAMPLES / "tomita4.ltl")], [], ["Y a", "--alphabet", "ab"],
                                  ["--model", str(EXAMPLES / "models" / "ab_subsequence.json")]])
 def test_an_existing_output_file_is_refused_before_any_stage_loads(tmp_path, src):
     """``certify -o FILE`` with FILE present (no --force) exits 2 with one line before the handler
-    (and NumPy, SymPy, Z3) is imported; the file is untouched.  A missing input file is still the
-    first thing reported, and a batch's output is still the handler's to check."""
+    (and NumPy, SymPy, Z3) is imported; the file is untouched.  (A missing input file still reported
+    first and a batch's output: the next test.)"""
     import os
     import shutil
     exe = shutil.which("softhard", path=str(Path(sys.executable).parent))
@@ -250,14 +255,22 @@ def test_an_existing_output_file_is_refused_before_any_stage_loads(tmp_path, src
     assert "softhard.solver.cli.options" in imported  # the listing works
     assert not {m.split(".")[0] for m in imported} & STAGE_PACKAGES
     assert out_file.read_text() == "mine"
-    # the input first, as before: a missing file, then a batch's "is a file"
-    miss = subprocess.run([exe, "certify", str(tmp_path / "nope.ltl"), "-o", str(out_file)], capture_output=True,
-                          text=True)
-    assert miss.returncode == 2 and "no such file" in miss.stderr and "exists" not in miss.stderr
-    if src and not src[0].startswith("--"):
+
+
+def test_an_existing_output_file_comes_after_the_input_and_the_batch_checks(tmp_path, capsys):
+    """With ``-o FILE`` present, the input is still reported first (a missing file), and a batch's
+    output is still the handler's to check.  In process: these are the messages and exit statuses
+    (what the process imports is the test above; once each, not once per source of the test above)."""
+    out_file = tmp_path / "cert.json"
+    out_file.write_text("mine")
+    assert main(["certify", str(tmp_path / "nope.ltl"), "-o", str(out_file)]) == 2
+    err = capsys.readouterr().err
+    assert "no such file" in err and "exists" not in err
+    for first in (str(EXAMPLES / "tomita4.ltl"), "Y a"):
         # two different jobs (the same one twice runs once, and is no batch: tests/solver/test_batch.py)
-        two = subprocess.run([exe, "certify", src[0], "P a", "-o", str(out_file)], capture_output=True, text=True)
-        assert two.returncode == 2 and "is a file; a batch writes one certificate per job" in two.stderr
+        assert main(["certify", first, "P a", "-o", str(out_file)]) == 2
+        assert "is a file; a batch writes one certificate per job" in capsys.readouterr().err
+    assert out_file.read_text() == "mine"
 
 
 def test_a_formula_certify_and_verify_load_no_model_or_tracr_code(tmp_path):
