@@ -13,6 +13,7 @@ import json
 import math
 import re
 import shutil
+from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
@@ -537,7 +538,7 @@ def test_analysis_keeps_every_words_hard_outputs(models, name):
     eng = ExactEngine(hm)
     k = len(hm.alphabet)
     for o in hm.outputs:
-        counts: dict = {}
+        raw_counts: Counter = Counter()  # (denominator, numerators) -> rows; as fractions below
         for L in range(1, N + 1):
             chunks = list(all_tokens(k, L))
             stored = st.hard_outputs[(o.name, L)]
@@ -546,7 +547,10 @@ def test_analysis_keeps_every_words_hard_outputs(models, name):
                 x = eng.run(tok).x
                 want = to_float(x)[:, 1:, :][..., o.coords]
                 assert ids.shape == tok.shape and np.array_equal(table[ids], want)
-                for row in x.num[:, 1:, o.coords].reshape(-1, len(o.coords)):
-                    s = tuple(Fraction(int(v), x.den) for v in row)
-                    counts[s] = counts.get(s, 0) + 1
+                den = int(x.den)
+                raw_counts.update((den, tuple(r)) for r in x.num[:, 1:, o.coords].reshape(-1, len(o.coords)).tolist())
+        counts: dict = {}
+        for (den, nums), c in raw_counts.items():
+            s = tuple(Fraction(int(v), den) for v in nums)
+            counts[s] = counts.get(s, 0) + c
         assert counts == st.outputs[o.name].values
