@@ -18,9 +18,13 @@ from softhard.solver.kinds import KINDS, verify_certificate
 def own_cache(tmp_path_factory, *, certify_artefacts: bool = False):
     """A cache directory of the calling module's own (artefacts are recorded, doctored and read
     there only), the disk layer on; ``certify_artefacts``: certify artefacts on too (the suite turns
-    them off: tests/conftest.py).  Yields the directory; afterwards the in-process replay memos are
-    forgotten."""
+    them off: tests/conftest.py), and an empty in-process layer of the store (``store._memory``:
+    another module's verify of the same certificate in this process would otherwise serve the first
+    verify here from its recorded replay — tracr10 found test_replay_memo_kinds failing after
+    test_tracr_certify in one process).  Yields the directory; afterwards the in-process replay memos
+    are forgotten."""
     with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(store, "_memory", {})
         d = tmp_path_factory.mktemp("softhard-cache")
         mp.setenv("SOFTHARD_CACHE_DIR", str(d))
         mp.delenv("SOFTHARD_CACHE", raising=False)

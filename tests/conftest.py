@@ -12,7 +12,10 @@ XLA compiles the Tracr library's models (tests/solver/test_tracr_lib.py: 13 prog
 primitive compiled per shape, ~28 ms each) with its cheap optimisation level here: the exports
 (weights, metadata and the compiled model's outputs on every stored example) are bit-identical to
 the default level's on all 13 programs, and the compile takes 56 s instead of 78.5 s of CPU
-(benchmarks/README.md, ISSUE 16 item 4).  Set in the environment, so the xdist workers, the CLI
+(benchmarks/README.md, ISSUE 16 item 4); XLA's older CPU code generators
+(``--xla_cpu_use_fusion_emitters=false``) halve each small compile again: 107.7 → 77.0 s CPU for the
+13 programs' compile and export, every output bit-identical (``benchmarks/tracr_xla_flags.py``, a
+SHA-256 over every export's metadata, arrays and float32 outputs).  Set in the environment, so the xdist workers, the CLI
 subprocesses and the notebook kernels get it too; an ``XLA_FLAGS`` already set is kept.
 
 JAX's persistent compilation cache (``JAX_COMPILATION_CACHE_DIR``) is pointed at pytest's cache
@@ -36,7 +39,8 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true")
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true "
+                                   "--xla_cpu_use_fusion_emitters=false")
 # every certify of the suite runs live (a test that replaces a stage would otherwise meet a recorded
 # certify of the same job: softhard.solver.certify_memo); tests/solver/test_certify_memo.py turns
 # certify artefacts on for itself.  In the environment, for the CLI subprocesses and notebook kernels too.

@@ -44,12 +44,8 @@ def recorded_lines(lines: list[str]) -> list[str]:
 
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory):
-    """A cache directory of this module's own (tests/artefact_util.py), and an empty in-process
-    layer of the store for this module (``store._memory``: another module's verify of the same
-    certificate in this process, e.g. tests/solver/test_tracr_certify.py's of frac_prevs, would
-    otherwise serve the first verify here from its recorded replay)."""
-    with pytest.MonkeyPatch.context() as mp, own_cache(tmp_path_factory) as d:
-        mp.setattr(store, "_memory", {})
+    """A cache directory and in-process store layer of this module's own (tests/artefact_util.py)."""
+    with own_cache(tmp_path_factory) as d:
         yield d
 
 
