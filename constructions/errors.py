@@ -39,6 +39,12 @@ class RepresentationError(ParameterError):
     1/tau beyond float64, in which numeric runs hold it).  The message names the value and the limit."""
 
 
+class WorkLimitError(ParameterError):
+    """The input is well formed but its work exceeds a documented limit of softhard (every command
+    bounded), e.g. a composed bound with more operations than ``solver.models.MAX_BOUND_OPERATIONS``.
+    ``verify`` reports a certificate it meets as *could not be re-checked*, not invalid."""
+
+
 class ModelFormatError(SofthardError):
     """A model file (JSON/NPZ) is malformed: missing array, wrong shape, NaN weight, unknown field."""
 

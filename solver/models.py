@@ -52,7 +52,7 @@ from ..bounds.intervals import down
 from ..bounds.core import Bound, epsilon as epsilon_sym
 from ..bounds.params import Params
 from ..bounds.derive import NodeBound
-from ..constructions.errors import CertificateError, NotSimulable, ParameterError, RepresentationError
+from ..constructions.errors import CertificateError, NotSimulable, ParameterError, RepresentationError, WorkLimitError
 from ..constructions.gaps import (DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SEARCH_MAX_LEN, DEFAULT_SEARCH_WORDS, GapReport,
                                   analyse_gaps)
 from ..constructions.tie_breaks import TieBreak, plan_tie_breaks, same_hard_outputs, tie_break
@@ -375,11 +375,12 @@ def bound_size_text(c: Construction) -> str:
 
 def check_bound_size(c: Construction) -> None:
     """Refuse a model construction whose largest composed bound exceeds :data:`MAX_BOUND_OPERATIONS`
-    (every command bounded: the claims' substitution would not end).  Raises :class:`ParameterError`.
+    (every command bounded: the claims' substitution would not end).  Raises :class:`WorkLimitError`
+    (a :class:`ParameterError`).
     Source: docs/torch.md, Limitations."""
     largest = max(bound_sizes(c), default=0)
     if largest > MAX_BOUND_OPERATIONS:
-        raise ParameterError(f"the composed error bound has {largest} operations, beyond the {MAX_BOUND_OPERATIONS} "
+        raise WorkLimitError(f"the composed error bound has {largest} operations, beyond the {MAX_BOUND_OPERATIONS} "
                              "that softhard substitutes 1/tau into and proves in bounded time (each layer with layer "
                              "norms multiplies its size; docs/torch.md, Limitations)")
 

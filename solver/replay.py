@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
-from ..constructions.errors import SofthardError
+from ..constructions.errors import SofthardError, WorkLimitError
 from .certjson import Texts, canonical, diff, hash_problems
 from .oracle import ORACLE_LOG
 from .records import FrozenRecord, Record
@@ -488,7 +488,7 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
         rep.seconds = time.perf_counter() - t0
         return rep
     hashes = hash_problems(cert, texts)
-    name = cert["kind"]
+    name, limit_hit = cert["kind"], False
     if name not in kinds:
         rep.add("kind", f"unknown certificate kind {name!r} (known: {', '.join(sorted(kinds))})")
     else:
@@ -497,6 +497,9 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
         got, key, known = _fast(fast_inputs, name, cert, limit, deadline)
         try:
             live = None if got is not None else _live(kinds, name, cert, limit, deadline, known)
+        except WorkLimitError as e:  # a documented work limit: not re-checked, which is not invalid
+            rep.add(getattr(e, "path", None) or "source", f"could not be re-checked: {e}")
+            limit_hit = True
         except SofthardError as e:
             rep.add(getattr(e, "path", None) or "source", f"cannot replay the certificate: {e}")
         except Exception as e:  # noqa: BLE001 — a tampered source can fail in many ways; report, never crash
@@ -533,7 +536,7 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
                 with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError):  # (as _fast's)
                     record(key(), got)  # a valid certificate's live replay: the artefact of its inputs
     rep.problems.extend(hashes)
-    rep.undecided = rep.undecided and not hashes
+    rep.undecided = (rep.undecided or (limit_hit and len(rep.problems) == 1)) and not hashes
     rep.checked.append("hashes")
     if schema_live and rep.ok:
         remember_schema_valid(cert, _schema_text(), texts)

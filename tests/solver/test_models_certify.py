@@ -415,3 +415,12 @@ def test_a_composed_bound_beyond_the_work_limit_is_refused_at_once(tmp_path, cap
     monkeypatch.setattr(models, "MAX_BOUND_OPERATIONS", 45)
     assert main(["certify", "--model", str(EXAMPLE), "--n-max", "9", "--epsilon", "1/4", "--tau", "1/100",
                  "--no-numeric", "-o", str(tmp_path / "c.json")]) == 0
+    # a certificate beyond the limit (made by a softhard with a larger one) could not be re-checked,
+    # which is not invalid: exit 1, not 2 (review9)
+    capsys.readouterr()
+    monkeypatch.setattr(models, "MAX_BOUND_OPERATIONS", 44)
+    assert main(["verify", str(tmp_path / "c.json"), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert not out["valid"] and out["undecided"]
+    assert [p["field"] for p in out["problems"]] == ["source"]
+    assert out["problems"][0]["message"].startswith("could not be re-checked: the composed error bound has 45 operations")
