@@ -35,7 +35,7 @@ from .records import FrozenRecord, Record
 from .replay_memo import (Replayed, artefact_key, lookup, record, remember_schema_valid, schema_valid,
                           working_precision)
 from .replay_memo import enabled as memo_enabled
-from .schema_memo import _TEXTS, SCHEMA_FILE, _schema_text, _validator, schema  # noqa: F401 (re-exported)
+from .schema_memo import CURRENT_TEXTS, SCHEMA_FILE, schema_text, validator, schema  # noqa: F401 (re-exported)
 from .z3proc import VERIFY_DEADLINE
 
 SCHEMA = "softhard-certificate"
@@ -214,14 +214,14 @@ def _envelope(cert, rep: VerifyReport, texts: Texts) -> bool | None:
     if sid != SCHEMA or ver != SCHEMA_VERSION:
         rep.add("schema", f"not a softhard certificate of schema {SCHEMA_VERSION} (schema {sid!r}, version {ver!r})")
         return False
-    if schema_valid(cert, _schema_text(), texts):  # this exact text validated before (replay_memo; the cache's trust)
+    if schema_valid(cert, schema_text(), texts):  # this exact text validated before (replay_memo; the cache's trust)
         rep.checked.append("schema")
         return None  # valid, from the memo
-    import jsonschema  # third-party, heavy: loaded by verify only (see _validator)
+    import jsonschema  # third-party, heavy: loaded by verify only (see validator)
 
-    token = _TEXTS.set(texts)
+    token = CURRENT_TEXTS.set(texts)
     try:
-        err = jsonschema.exceptions.best_match(_validator().iter_errors(cert))  # = jsonschema.validate
+        err = jsonschema.exceptions.best_match(validator().iter_errors(cert))  # = jsonschema.validate
         if err is not None:
             raise err
     except jsonschema.ValidationError as e:
@@ -229,7 +229,7 @@ def _envelope(cert, rep: VerifyReport, texts: Texts) -> bool | None:
         rep.add(path, f"schema violation: {e.message[:300]}")
         return False
     finally:
-        _TEXTS.reset(token)
+        CURRENT_TEXTS.reset(token)
     rep.checked.append("schema")
     return True
 
@@ -243,13 +243,13 @@ def check_new_certificate(cert: dict) -> None:
     Nothing when the derivation cache is off (the memo could not be kept)."""
     if not memo_enabled():
         return
-    import jsonschema  # third-party, heavy (see _validator)
+    import jsonschema  # third-party, heavy (see validator)
 
-    err = jsonschema.exceptions.best_match(_validator().iter_errors(cert))
+    err = jsonschema.exceptions.best_match(validator().iter_errors(cert))
     if err is not None:
         path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".") or "<root>"
         raise RuntimeError(f"certify made a certificate its schema rejects at {path}: {err.message[:300]}")
-    remember_schema_valid(cert, _schema_text())
+    remember_schema_valid(cert, schema_text())
 
 
 #: the envelope fields in which a certify artefact's certificate differs from the recorded one
@@ -283,7 +283,7 @@ def recorded_schema_valid(cert: dict) -> bool:
     :func:`remember_new_certificate` takes it as ``validated``: a cache entry rewritten since, or
     recorded under another schema, is then certified live, never written schema-invalid and
     remembered valid."""
-    return schema_valid(cert, _schema_text())
+    return schema_valid(cert, schema_text())
 
 
 def remember_new_certificate(cert: dict, validated: dict) -> None:
@@ -295,7 +295,7 @@ def remember_new_certificate(cert: dict, validated: dict) -> None:
     if not memo_enabled():
         return
     if _renewed_like(cert, validated):
-        remember_schema_valid(cert, _schema_text())
+        remember_schema_valid(cert, schema_text())
     else:
         check_new_certificate(cert)
 
@@ -539,7 +539,7 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
     rep.undecided = (rep.undecided or (limit_hit and len(rep.problems) == 1)) and not hashes
     rep.checked.append("hashes")
     if schema_live and rep.ok:
-        remember_schema_valid(cert, _schema_text(), texts)
+        remember_schema_valid(cert, schema_text(), texts)
     rep.seconds = time.perf_counter() - t0
     return rep
 

@@ -17,7 +17,7 @@ SCHEMA_FILE = "certificate-2.schema.json"
 
 
 @lru_cache(maxsize=1)
-def _schema_text() -> str:
+def schema_text() -> str:
     """The schema's text (package data), read from this package's directory — where
     ``importlib.resources.files("softhard.solver")`` reads it for a package on the file system —
     else (a package in a zip) through importlib.resources (~5 ms of every verify's start-up when
@@ -33,11 +33,11 @@ def _schema_text() -> str:
 
 def schema() -> dict:
     """The JSON Schema of certificates (draft 2020-12), one for every kind."""
-    return json.loads(_schema_text())
+    return json.loads(schema_text())
 
 
 @lru_cache(maxsize=1)
-def _validator() -> "jsonschema.Draft202012Validator":  # noqa: F821 - imported lazily
+def validator() -> "jsonschema.Draft202012Validator":  # noqa: F821 - imported lazily
     """The schema's validator (jsonschema is imported here, by verify only: ~0.1 s of every
     certify's start-up otherwise).  The schema is package data: that it is a valid draft 2020-12
     schema is tested (tests/solver/test_schema_valid.py), not re-checked by every verify
@@ -57,7 +57,7 @@ _VALID: dict[tuple[int, bytes], dict] = {}
 _VALID_MAX = 4096
 #: the canonical texts of the certificate being validated by verify (:class:`~.certjson.Texts`:
 #: its sections' texts serve the memo's keys, the hashes and the diff alike), or None
-_TEXTS: contextvars.ContextVar[Texts | None] = contextvars.ContextVar("softhard_schema_texts", default=None)
+CURRENT_TEXTS: contextvars.ContextVar[Texts | None] = contextvars.ContextVar("softhard_schema_texts", default=None)
 
 
 def _descend(validator, value, subschema, **where):
@@ -67,7 +67,7 @@ def _descend(validator, value, subschema, **where):
     that yielded none is remembered, and an invalid one is validated afresh every time."""
     key = None
     if isinstance(value, (dict, list)) and value and isinstance(subschema, dict):
-        texts = _TEXTS.get()
+        texts = CURRENT_TEXTS.get()
         try:
             key = (id(subschema), canonical(value) if texts is None else texts.text(value))
         except (TypeError, ValueError):  # NaN/Infinity or a non-JSON value: validated as it is
@@ -111,11 +111,11 @@ def _memo_additional(validator, aP, instance, schema):
         return
     if not validator.is_type(instance, "object"):
         return
-    from jsonschema._utils import find_additional_properties  # third-party (see _validator)
+    from jsonschema._utils import find_additional_properties  # third-party (see validator)
 
     for extra in set(find_additional_properties(instance, schema)):
         yield from _descend(validator, instance[extra], aP, path=extra)
 
 
-#: jsonschema's draft 2020-12 keyword functions that the memo's ones delegate to (set by _validator)
+#: jsonschema's draft 2020-12 keyword functions that the memo's ones delegate to (set by validator)
 _BASE_KEYWORDS: dict = {}

@@ -14,7 +14,7 @@ def test_shipped_schema_is_valid_draft_2020_12():
 
 
 def test_validator_is_the_schema_s_and_rejects_a_wrong_type():
-    v = replay._validator()
+    v = replay.validator()
     assert v.schema == replay.schema()
     with pytest.raises(jsonschema.ValidationError):
         v.validate([])  # a certificate is an object

@@ -30,7 +30,7 @@ from softhard.constructions.tracr_load import load_tracr
 from softhard.solver.certjson import compute_hashes, load_certificate, write_certificate
 from softhard.solver.cli import main
 from softhard.solver.kinds import verify_certificate
-from softhard.solver.replay import _validator, schema
+from softhard.solver.replay import schema, validator
 from softhard.solver.tracr import certify_tracr
 
 DIR = Path(__file__).resolve().parents[2] / "examples" / "tracr"
@@ -305,7 +305,7 @@ def test_memoised_schema_validation_equals_plain_jsonschema(certs):
     """verify's validator (valid sections remembered, ISSUE 16) yields exactly the errors, in the
     same order, of a plain Draft 2020-12 validator, on copies with one of every 12 nodes edited
     or deleted (each validated twice: the memo cold, then warm) and on type-changed sections."""
-    plain, memo = jsonschema.Draft202012Validator(schema()), _validator()
+    plain, memo = jsonschema.Draft202012Validator(schema()), validator()
 
     def errs(v, c):
         return [(list(e.absolute_path), e.message, e.validator) for e in v.iter_errors(c)]
