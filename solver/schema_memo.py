@@ -7,6 +7,7 @@ validator only.
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import json
 import os
 from functools import lru_cache
@@ -50,9 +51,11 @@ def validator() -> "jsonschema.Draft202012Validator":  # noqa: F821 - imported l
                                                "additionalProperties": _memo_additional})(schema())
 
 
-#: (id of a subschema, canonical JSON of a property value, array item or extra property value) -> that subschema, for the
-#: values found valid under it (the schema has local ``$ref`` s only, no ``$id``, ``$dynamicRef``,
-#: ``format`` or ``unevaluated*``: a value's validity under a subschema depends on the two alone)
+#: (id of a subschema, SHA-256 of the canonical JSON of a property value, array item or extra property
+#: value) -> that subschema, for the values found valid under it (the schema has local ``$ref`` s only,
+#: no ``$id``, ``$dynamicRef``, ``format`` or ``unevaluated*``: a value's validity under a subschema
+#: depends on the two alone).  Digests, not texts: 4096 entries of a Tracr certificate's sections would
+#: otherwise hold megabytes each in a long-running process.
 _VALID: dict[tuple[int, bytes], dict] = {}
 _VALID_MAX = 4096
 #: the canonical texts of the certificate being validated by verify (:class:`~.certjson.Texts`:
@@ -69,7 +72,8 @@ def _descend(validator, value, subschema, **where):
     if isinstance(value, (dict, list)) and value and isinstance(subschema, dict):
         texts = CURRENT_TEXTS.get()
         try:
-            key = (id(subschema), canonical(value) if texts is None else texts.text(value))
+            text = canonical(value) if texts is None else texts.text(value)
+            key = (id(subschema), hashlib.sha256(text).digest())  # a digest: the memo holds no texts
         except (TypeError, ValueError):  # NaN/Infinity or a non-JSON value: validated as it is
             key = None
         if key is not None and _VALID.get(key) is subschema:
