@@ -97,6 +97,8 @@ def main(argv=None) -> int:
                     help="torch intra-op threads (default 1: the model is 16 wide, more threads only add waiting)")
     ap.add_argument("--out", required=True, help="directory for weights, model file, certificate, summary")
     a = ap.parse_args(argv)
+    if a.threads < 1:  # (torch's own refusal is a RuntimeError traceback)
+        ap.error(f"--threads must be at least 1, got {a.threads}")
     torch.set_num_threads(a.threads)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

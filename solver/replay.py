@@ -483,11 +483,16 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
     # the canonical texts of cert's containers, each serialised once: for the schema memo's key, the
     # validator's memo, the hashes and the diff (cert is not mutated while verify runs: tests/tamper.py)
     texts = Texts()
-    schema_live = _envelope(cert, rep, texts)
+    try:
+        schema_live = _envelope(cert, rep, texts)
+        hashes = None if schema_live is False else hash_problems(cert, texts)
+    except (TypeError, ValueError, RecursionError) as e:  # a dict (API) no JSON text gives: NaN, a lone
+        # surrogate, a non-JSON value, a cycle, too deep (a file's are refused when read: certjson.loads)
+        rep.add("<root>", f"not a JSON document: {e.__class__.__name__}: {str(e)[:200]}")
+        schema_live = False
     if schema_live is False:
         rep.seconds = time.perf_counter() - t0
         return rep
-    hashes = hash_problems(cert, texts)
     name, limit_hit = cert["kind"], False
     if name not in kinds:
         rep.add("kind", f"unknown certificate kind {name!r} (known: {', '.join(sorted(kinds))})")

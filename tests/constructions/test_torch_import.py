@@ -122,6 +122,18 @@ def test_cli_import_then_gap_certify_and_hahn(tmp_path, capsys):
     assert "layer norms" in capsys.readouterr().out
 
 
+def test_train_example_refuses_a_thread_count_below_one(tmp_path, monkeypatch, capsys):
+    """``--threads 0`` is a usage error (exit 2, one line), not torch's RuntimeError traceback."""
+    monkeypatch.setattr(sys, "argv", ["train_torch.py", "--threads", "0", "--out", str(tmp_path)])
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    threads = torch.get_num_threads()
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path(str(ROOT / "examples" / "train_torch.py"), run_name="__main__")
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "--threads must be at least 1, got 0" in err and "Traceback" not in err
+    assert torch.get_num_threads() == threads and not list(tmp_path.iterdir())
+
+
 def test_train_example_runs_end_to_end_in_seconds(tmp_path, monkeypatch, capsys):
     """examples/train_torch.py, very short (30 steps, words up to length 3): trains, imports,
     compares the softmax model with its argmax counterpart on every word, certifies and verifies.

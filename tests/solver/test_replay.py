@@ -109,6 +109,25 @@ def test_nan_and_infinity_are_rejected(tmp_path, const, capsys):
     assert err.count("\n") == 1 and "NaN or Infinity" in err
 
 
+def test_a_dict_no_json_text_gives_is_a_problem_not_an_exception(cert):
+    """verify of a certificate dict (the API's) holding what no JSON text can (NaN, a lone
+    surrogate, a set, a cycle, nesting deeper than the interpreter's stack) reports it at the root
+    (it raised ValueError, UnicodeEncodeError, TypeError or RecursionError from the hashes or the
+    schema memo's key: review10); the genuine dict still verifies."""
+    cycle: dict = {}
+    cycle["self"] = cycle
+    deep: list = []
+    inner = deep
+    for _ in range(5000):
+        inner.append([])
+        inner = inner[0]
+    for bad in (float("nan"), "\ud800", {1, 2}, cycle, deep):
+        rep = verify_certificate({**cert, "source": {**cert["source"], "description": bad}})
+        assert not rep.ok and [p for p, _ in rep.problems] == ["<root>"], (bad, rep.problems)
+        assert rep.problems[0][1].startswith("not a JSON document: ")
+    assert verify_certificate(cert).ok
+
+
 def test_deep_nesting_and_size_are_bounded(tmp_path, capsys, monkeypatch):
     p = tmp_path / "deep.json"
     p.write_text("[" * 100_000 + "]" * 100_000)
