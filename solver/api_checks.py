@@ -35,7 +35,7 @@ LOADERS = {FormulaSpec: MAKE["formula"], ModelSpec: MAKE["model"]}
 
 def shown(x) -> str:
     """``x`` for a one-line message: its type and its repr, cut to 40 characters with "…" when
-    longer (a built :class:`Construction`: its kind and the words "built construction")."""
+    longer; a built :class:`Construction` as "a built formula Construction" (its kind), not its repr."""
     if isinstance(x, Construction):
         return f"a built {x.kind} Construction"
     r = repr(x)
