@@ -24,6 +24,7 @@ and, for the command line (``solver/cli/``):
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,7 +116,10 @@ class _ImportCollector(ast.NodeVisitor):
             self._add(base, node.lineno, tuple(plain))
 
 
-def _edges() -> list[Edge]:
+@functools.cache
+def edges() -> list[Edge]:
+    """Every import statement of the package's modules (parsed on first use: not at collection, which
+    every xdist worker pays)."""
     edges = []
     for module, path in MODULES.items():
         collector = _ImportCollector(module)
@@ -123,8 +127,6 @@ def _edges() -> list[Edge]:
         edges.extend(collector.edges)
     return edges
 
-
-EDGES = _edges()
 
 
 def _where(e: Edge) -> str:
@@ -135,9 +137,9 @@ def test_graph_is_not_vacuous():
     """The parser finds the packages and resolves relative imports (guards the rules below)."""
     assert {"softhard.constructions.errors", "softhard.bounds.core", "softhard.solver.cli"} <= set(MODULES)
     assert any(e.source.startswith("softhard.bounds.") and e.target.startswith("softhard.constructions.")
-               for e in EDGES)
+               for e in edges())
     assert any(e.source.startswith("softhard.solver.cli.handlers.") and e.target.startswith("softhard.bounds.")
-               for e in EDGES)  # four dots from a sub-subpackage
+               for e in edges())  # four dots from a sub-subpackage
     probe = _ImportCollector("softhard.solver.api")  # an import inside a function is seen as one
     probe.visit(ast.parse("def f():\n    from .pipeline import build\n"))
     assert [(e.target, e.in_function) for e in probe.edges] == [("softhard.solver.pipeline", True)]
@@ -146,7 +148,7 @@ def test_graph_is_not_vacuous():
 def test_no_import_cycles():
     g = nx.DiGraph()
     g.add_nodes_from(m for m in MODULES if _checked(m))
-    for e in EDGES:
+    for e in edges():
         if _checked(e.source) and _checked(e.target):
             g.add_edge(e.source, e.target, where=_where(e))
     cycles = []
@@ -159,13 +161,13 @@ def test_no_import_cycles():
 
 
 def test_no_function_level_imports_of_our_modules():
-    bad = [f"{_where(e)}: imports {e.target} inside a function" for e in EDGES if e.in_function and _checked(e.source)]
+    bad = [f"{_where(e)}: imports {e.target} inside a function" for e in edges() if e.in_function and _checked(e.source)]
     assert not bad, "move these imports to the top of the module (fix a cycle by moving code down):\n  " + "\n  ".join(bad)
 
 
 def test_no_private_names_imported_across_modules():
     bad = [f"{_where(e)}: imports {', '.join(n for n in e.names if n.startswith('_'))} from {e.target}"
-           for e in EDGES if _checked(e.source) and any(n.startswith("_") for n in e.names)]
+           for e in edges() if _checked(e.source) and any(n.startswith("_") for n in e.names)]
     assert not bad, "make shared names public (drop the underscore):\n  " + "\n  ".join(bad)
 
 
@@ -185,7 +187,7 @@ def test_cli_parser_modules_reach_no_stage():
     cli = "softhard.solver.cli"
     light = {m for m in MODULES if (m == cli or m.startswith(cli + ".")) and not m.startswith(cli + ".handlers")}
     closed = light | CLI_PARSER_IMPORTS  # no edge may leave this set
-    bad = [f"{_where(e)}: imports {e.target}" for e in EDGES if e.source in closed and e.target not in closed]
+    bad = [f"{_where(e)}: imports {e.target}" for e in edges() if e.source in closed and e.target not in closed]
     assert not bad, ("the CLI's parser modules must not import a stage (move the import into "
                      "solver/cli/handlers/):\n  " + "\n  ".join(bad))
 
