@@ -35,7 +35,8 @@ import numpy as np
 
 from .dense_attention import dense_eval
 from .errors import ParameterError
-from .residual import Columns, accumulate, embed_cols, mlp_reads, mlp_updates, nonzero_rows, project
+from .residual import (Columns, accumulate, embed_cols, mlp_reads, mlp_updates, nonzero_rows, project,
+                       weights_fixed)
 from .softmax import check_inv_tau
 from .structured_attention import detect_structure, structured_eval
 from .transformer import MLP, Head, ResidualLayerNorm, Transformer
@@ -182,6 +183,16 @@ def forward_pass(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, 
     ``heads_only``: stop after the attention sublayer of the last block with heads (its MLPs and
     later blocks change no head's trace); the soft trace's ``x`` is then the stream there, not the
     model's output (the adversarial search reads the heads only)."""
+    weights = [W for blk in model.blocks for h in blk.heads for W in (h.W_Q, h.W_K, h.W_V, h.W_O)]
+    weights += [W for blk in model.blocks for m in blk.mlps if isinstance(m, MLP) for W in (m.W1, m.W2)]
+    with weights_fixed(weights):  # each weight's sparsity checked once per pass (residual.sparsity)
+        return _forward_pass(model, tokens, soft, inv_tau, path, chunk, keep_residuals, pair, hard_columns,
+                             reduce, heads_only)
+
+
+def _forward_pass(model, tokens, soft, inv_tau, path, chunk, keep_residuals, pair, hard_columns, reduce,
+                  heads_only):
+    """:func:`forward_pass` inside its :func:`~softhard.constructions.residual.weights_fixed` block."""
     X = embed_cols(model, tokens)
     cols = Columns(X)
     over: dict[int, np.ndarray] | None = {} if pair else None
