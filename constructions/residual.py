@@ -197,7 +197,8 @@ def weights_fixed(weights):
 def sparsity(W: np.ndarray) -> dict:
     """Where the weight matrix ``W`` ``(d_in, d_out)`` is non-zero: ``{"rows": non-zero rows,
     "cols": non-zero columns, "nnz": count, "in_col": [non-zero rows of each column],
-    "in_row": [non-zero columns of each row]}`` (index lists as ``np.flatnonzero`` gives them).
+    "in_row": [non-zero columns of each row], "abs": |W|}`` (index lists as ``np.flatnonzero`` gives
+    them).
 
     Memoised (ISSUE 16: a confirmation recomputed these for every weight matrix of every batch,
     ~12,000 ``flatnonzero`` calls for dyck1_depth2): keyed by the array object, which the memo
@@ -224,7 +225,7 @@ def _checked_sparsity(W: np.ndarray) -> dict:
     facts = {"rows": np.flatnonzero(np.any(nz, axis=1)), "cols": np.flatnonzero(np.any(nz, axis=0)),
              "nnz": int(np.count_nonzero(nz)),
              "in_col": [np.flatnonzero(nz[:, l]) for l in range(W.shape[1])],
-             "in_row": [np.flatnonzero(nz[r]) for r in range(W.shape[0])]}
+             "in_row": [np.flatnonzero(nz[r]) for r in range(W.shape[0])], "abs": np.abs(W)}
     with _SPARSITY_LOCK:
         _SPARSITY[key] = (W, data, facts)
         while len(_SPARSITY) > _SPARSITY_SIZE:
