@@ -200,21 +200,45 @@ def _tiebreak(Q, K, V, soft, inv_tau):
     return num / tot[..., None], hard, rest / tot, ties
 
 
+#: below this exponent ``exp`` is exactly 0.0 in float64 (the true value is under 2^-1096, far below
+#: half the least subnormal 2^-1075), so :func:`_windowed` writes 0.0 without calling ``exp``
+#: there: the same bits, without libm's slow path for arguments below −708 (ISSUE 16)
+EXP_ZERO = -760.0
+
+
 def _windowed(Q, K, V, centre, offsets, soft, inv_tau):
     """Softmax and AHA over BOS and the keys ``centre + t`` (``t`` in ``offsets``; ``centre=None``:
     the row ``i`` itself) with ``1 ≤ j ≤ i`` (mask past), in two passes of ``O(B·N·(k + dv))`` per
-    offset."""
+    offset.
+
+    A score is ``einsum("bnk,bnk->bn")`` of the query and the key (for ``k = 2`` formed from the key's
+    gathered columns); a score outside the mask is ``−inf``."""
     B, N, dv = V.shape
+    k = Q.shape[-1]
     rows = np.arange(N)[None, :]
     base = (np.arange(B) * N)[:, None]  # flat row offsets for gathers
     Kf, Vf = K.reshape(B * N, -1), V.reshape(B * N, -1)
     s_bos = np.einsum("bnk,bk->bn", Q, K[:, 0])
+    # two key dimensions (the parity and pe heads): Q_i0·K_j0 + Q_i1·K_j1 from gathered key columns,
+    # the two products and one sum einsum("bnk,bnk->bn") forms (checked bit for bit on the language
+    # tests' words: benchmarks/engine_identity.py); other k: einsum itself
+    Qc = [np.ascontiguousarray(Q[..., l]) for l in range(k)] if k == 2 else []
+    Kc = [np.ascontiguousarray(K[..., l]) for l in range(k)] if k == 2 else []
+    Kflat = [x.reshape(-1) for x in Kc]
+    prod = np.empty((B, N)) if k == 2 else None
 
     band = centre is None  # key i + t for row i: shifted slices instead of gathers
 
     def shifted(A, t):  # A[:, i + t] at row i (t ≤ 0), zeros where i + t < 0
         out = np.zeros_like(A)
         out[:, -t:] = A[:, :N + t]
+        return out
+
+    def dot(q, kk, out):  # Σ_l q_l·k_l in order of l, into out
+        np.multiply(q[0], kk[0], out=out)
+        for l in range(1, k):
+            np.multiply(q[l], kk[l], out=prod[:, :out.shape[1]])
+            out += prod[:, :out.shape[1]]
         return out
 
     cache = {} if B * N * len(offsets) <= 2 * 10**7 else None  # pass-1 scores, reused by pass 2
@@ -224,13 +248,25 @@ def _windowed(Q, K, V, centre, offsets, soft, inv_tau):
             s, valid, flat = cache.pop(t)
         elif band:
             valid = np.broadcast_to(np.arange(N) + t >= 1, (B, N))
-            s = np.where(valid, np.einsum("bnk,bnk->bn", Q, shifted(K, t)), -np.inf)
+            if k != 2:
+                s = np.where(valid, np.einsum("bnk,bnk->bn", Q, shifted(K, t)), -np.inf)
+            else:
+                lo = max(1 - t, 0)  # rows i with key i + t ≥ 1; the others are outside the mask
+                s = np.full((B, N), -np.inf)
+                if lo < N:
+                    with np.errstate(over="ignore", invalid="ignore"):  # (as einsum: no warnings)
+                        dot([q[:, lo:] for q in Qc], [x[:, lo + t:N + t] for x in Kc], s[:, lo:])
             flat = None
         else:
             j = centre + t
             valid = (j >= 1) & (j <= rows)
             flat = base + np.clip(j, 0, N - 1)
-            s = np.where(valid, np.einsum("bnk,bnk->bn", Q, np.take(Kf, flat, axis=0)), -np.inf)
+            if k != 2:
+                s = np.where(valid, np.einsum("bnk,bnk->bn", Q, np.take(Kf, flat, axis=0)), -np.inf)
+            else:
+                with np.errstate(over="ignore", invalid="ignore"):  # (as einsum: no warnings)
+                    s = dot(Qc, [np.take(x, flat) for x in Kflat], np.empty((B, N)))
+                np.copyto(s, -np.inf, where=~valid)
         if not values:
             if cache is not None:
                 cache[t] = (s, valid, flat)
@@ -248,16 +284,32 @@ def _windowed(Q, K, V, centre, offsets, soft, inv_tau):
             w_bos = np.exp((s_bos - smax) * inv_tau)
         rest = np.where(s_bos == smax, 0.0, w_bos)
         num = w_bos[..., None] * V[:, :1]
+        z = np.empty((B, N))
+        w = np.empty((B, N))
+        keep = np.empty((B, N), dtype=bool)
+        tmp = np.empty((B, N, dv))
+    is_max = np.empty((B, N), dtype=bool)
     for t in offsets:
         s, valid, vj = at(t, values=True)
-        is_max = valid & (s == smax)
+        np.equal(s, smax, out=is_max)
+        is_max &= valid
         ties += is_max
-        hard = hard + np.where(is_max[..., None], vj, 0.0)
+        hard += np.where(is_max[..., None], vj, 0.0)
         if soft:
+            # w = exp((s − smax)/τ) where valid, else 0.0; rest += w off the argmax set (rest is a sum
+            # of +0.0 and non-negative terms: adding +0.0 on the argmax set changes no bit)
             with np.errstate(over="ignore", invalid="ignore"):
-                w = np.where(valid, np.exp((s - smax) * inv_tau), 0.0)
-            rest += np.where(is_max, 0.0, w)
-            num += w[..., None] * vj
+                np.subtract(s, smax, out=z)
+                z *= inv_tau
+                np.less(z, EXP_ZERO, out=keep)
+                np.logical_not(keep, out=keep)
+                keep &= valid
+                w[...] = 0.0
+                np.exp(z, out=w, where=keep)
+            np.logical_not(is_max, out=keep)
+            np.add(rest, w, out=rest, where=keep)
+            np.multiply(w[..., None], vj, out=tmp)
+            num += tmp
     hard = hard / ties[..., None]
     if not soft:
         return None, hard, None, ties

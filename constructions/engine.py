@@ -35,7 +35,8 @@ import numpy as np
 
 from .dense_attention import dense_eval
 from .errors import ParameterError
-from .residual import Columns, accumulate, embed_cols, mlp_reads, mlp_updates, nonzero_rows, project
+from .residual import (Columns, accumulate, embed_cols, mlp_reads, mlp_updates, nonzero_rows, project, sparsity,
+                       weights_fixed)
 from .softmax import check_inv_tau
 from .structured_attention import detect_structure, structured_eval
 from .transformer import MLP, Head, ResidualLayerNorm, Transformer
@@ -71,13 +72,14 @@ class HeadTrace:
 def _score_scale(cols: Columns, head: Head) -> tuple[float, int]:
     """``(score_scale, rounding_terms)`` for :class:`HeadTrace` (see there)."""
     k = head.W_Q.shape[1]
-    rq, rk = nonzero_rows(head.W_Q), nonzero_rows(head.W_K)
+    sq, sk = sparsity(head.W_Q), sparsity(head.W_K)
+    rq, rk = sq["rows"], sk["rows"]
     mq = np.zeros(k)
-    for r in rq:
-        mq += cols.maxabs(int(r)) * np.abs(head.W_Q[r])
+    for r in rq.tolist():
+        mq += cols.maxabs(r) * sq["abs"][r]
     mk = np.zeros(k)
-    for r in rk:
-        mk += cols.maxabs(int(r)) * np.abs(head.W_K[r])
+    for r in rk.tolist():
+        mk += cols.maxabs(r) * sk["abs"][r]
     # Σ_c |q_c k_c| ≤ Σ_c max|q_c|·max|k_c| (per key dimension: tighter than k·max·max and as rigorous)
     scale = float(np.dot(mq, mk)) if k else 0.0
     return scale, int(len(rq) + len(rk) + k + 2)
@@ -98,12 +100,12 @@ def _head_eval(head: Head, cols: Columns, soft: bool, inv_tau, path: str, chunk)
     used = "dense"
     if path == "auto" and callable(getattr(head, "fast", None)):  # a Head subclass's own exact path
         K = project(cols, head.W_K)
-        fr = head.fast(np.moveaxis(Q, 0, -1), np.moveaxis(K, 0, -1), np.moveaxis(V, 0, -1), soft=soft,
+        fr = head.fast(Q.transpose(1, 2, 0), K.transpose(1, 2, 0), V.transpose(1, 2, 0), soft=soft,
                        inv_tau=inv_tau)  # (soft, hard, leak, ties) in (B, N, dv) layout, or None
         if fr is not None:
             fs, fh, fl, ft = fr
-            res = (None if fs is None else np.ascontiguousarray(np.moveaxis(fs, -1, 0)),
-                   np.ascontiguousarray(np.moveaxis(fh, -1, 0)), fl, ft)
+            res = (None if fs is None else np.ascontiguousarray(fs.transpose(2, 0, 1)),
+                   np.ascontiguousarray(fh.transpose(2, 0, 1)), fl, ft)
             used = "fast"
     if res is None and path in ("auto", "structured"):
         st = detect_structure(cols, head, Q)
@@ -124,7 +126,8 @@ def _head_eval(head: Head, cols: Columns, soft: bool, inv_tau, path: str, chunk)
             Q = project(cols, head.W_Q)
         res = dense_eval(Q, K, V, head.mask, head.rule, inv_tau, soft, chunk)
     s, h, leak, ties = res
-    tr = HeadTrace(soft=None if s is None else np.moveaxis(s, 0, -1), hard=np.moveaxis(h, 0, -1), leak=leak,
+    # (transpose(1, 2, 0): np.moveaxis(·, 0, −1) of a 3-D array, the same view without its Python overhead)
+    tr = HeadTrace(soft=None if s is None else s.transpose(1, 2, 0), hard=h.transpose(1, 2, 0), leak=leak,
                    ties=ties, path=used, score_scale=scale, key_dim=head.W_Q.shape[1], rounding_terms=rterms)
     return tr, s, h
 
@@ -182,6 +185,16 @@ def forward_pass(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, 
     ``heads_only``: stop after the attention sublayer of the last block with heads (its MLPs and
     later blocks change no head's trace); the soft trace's ``x`` is then the stream there, not the
     model's output (the adversarial search reads the heads only)."""
+    weights = [W for blk in model.blocks for h in blk.heads for W in (h.W_Q, h.W_K, h.W_V, h.W_O)]
+    weights += [W for blk in model.blocks for m in blk.mlps if isinstance(m, MLP) for W in (m.W1, m.W2)]
+    with weights_fixed(weights):  # each weight's sparsity checked once per pass (residual.sparsity)
+        return _forward_pass(model, tokens, soft, inv_tau, path, chunk, keep_residuals, pair, hard_columns,
+                             reduce, heads_only)
+
+
+def _forward_pass(model, tokens, soft, inv_tau, path, chunk, keep_residuals, pair, hard_columns, reduce,
+                  heads_only):
+    """:func:`forward_pass` inside its :func:`~softhard.constructions.residual.weights_fixed` block."""
     X = embed_cols(model, tokens)
     cols = Columns(X)
     over: dict[int, np.ndarray] | None = {} if pair else None
@@ -197,8 +210,7 @@ def forward_pass(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, 
             traces[h.name] = tr if reduce is None else reduce(h.name, tr)
             accumulate(upd_s, so if soft else ho, h.W_O)
             if pair:
-                reads = {int(r) for W in (h.W_Q, h.W_K, h.W_V) for r in nonzero_rows(W)}
-                if any(r in over for r in reads):
+                if over and any(int(r) in over for W in (h.W_Q, h.W_K, h.W_V) for r in nonzero_rows(W)):
                     trh, _, hh = _head_eval(h, Columns(X, over), False, None, path, chunk)
                 else:
                     trh = HeadTrace(soft=None, hard=tr.hard, leak=None, ties=tr.ties, path=tr.path,
@@ -230,7 +242,7 @@ def forward_pass(model: Transformer, tokens, *, soft: bool, inv_tau, path: str, 
             us = mlp_updates(m, cols)
             uh = None
             if pair:
-                uh = mlp_updates(m, Columns(X, over)) if any(r in over for r in mlp_reads(m)) else us
+                uh = mlp_updates(m, Columns(X, over)) if over and any(r in over for r in mlp_reads(m)) else us
             _apply(X, cols, over, us, uh, m.b2)
         if keep_residuals:
             residuals.append(X.copy().transpose(1, 2, 0))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -66,17 +67,16 @@ def embed_cols(model: Transformer, tokens: np.ndarray) -> np.ndarray:
     pe = _pe_columns(model, n)
     d = model.d
     X = np.empty((d, B, n + 1))
-    for c in range(d):
-        col = E[:, c]
-        xc = X[c]
-        xc[:, 0] = col[0]
-        tv = col[1:]
-        if np.all(tv == tv[0]):
-            xc[:, 1:] = tv[0]
-        else:
-            xc[:, 1:] = col[tokens]
-        if c in pe:
-            xc += pe[c][None, :]
+    X[:, :, 0] = E[0][:, None]
+    tv = E[1:]
+    const = np.all(tv == tv[:1], axis=0)  # columns every symbol embeds alike: filled, not gathered
+    for c in np.flatnonzero(const):
+        X[c, :, 1:] = tv[0, c]
+    var = np.flatnonzero(~const)
+    if var.size:  # the other columns in one gather (copies of E's entries: the same values)
+        X[var, :, 1:] = np.take(np.ascontiguousarray(E[:, var].T), tokens, axis=1)
+    for c, v in pe.items():
+        X[c] += v[None, :]
     return X
 
 
@@ -173,15 +173,47 @@ _SPARSITY_LOCK = threading.Lock()
 _SPARSITY_SIZE = 256
 
 
+_PASS = threading.local()  # .facts: {id(W): (W, facts)} of the weights of the running forward pass
+
+
+@contextmanager
+def weights_fixed(weights):
+    """Within the block (one forward pass), :func:`sparsity` of each array in ``weights`` is
+    checked against its bytes once, on entry, and then served by identity (a pass calls it about
+    ten times per head and MLP on the same arrays: ISSUE 16, the per-length overhead of short
+    words).  The weights must not be edited in place inside the block (the engine never does).
+    Per thread; nested blocks restore the outer one's facts on exit.  Raises nothing."""
+    prev = getattr(_PASS, "facts", None)
+    facts = {}
+    for W in weights:
+        facts[id(W)] = (W, _checked_sparsity(W))
+    _PASS.facts = facts
+    try:
+        yield
+    finally:
+        _PASS.facts = prev
+
+
 def sparsity(W: np.ndarray) -> dict:
     """Where the weight matrix ``W`` ``(d_in, d_out)`` is non-zero: ``{"rows": non-zero rows,
     "cols": non-zero columns, "nnz": count, "in_col": [non-zero rows of each column],
-    "in_row": [non-zero columns of each row]}`` (index lists as ``np.flatnonzero`` gives them).
+    "in_row": [non-zero columns of each row], "abs": |W|}`` (index lists as ``np.flatnonzero`` gives
+    them).
 
     Memoised (ISSUE 16: a confirmation recomputed these for every weight matrix of every batch,
     ~12,000 ``flatnonzero`` calls for dyck1_depth2): keyed by the array object, which the memo
     holds (so its id is not reused), and checked against the bytes of ``W`` at every call, so a
-    weight edited in place gets fresh facts.  Treat the result as read-only."""
+    weight edited in place gets fresh facts (inside :func:`weights_fixed`, its weights once per
+    pass).  Treat the result as read-only."""
+    fixed = getattr(_PASS, "facts", None)
+    if fixed is not None:
+        hit = fixed.get(id(W))
+        if hit is not None and hit[0] is W:
+            return hit[1]
+    return _checked_sparsity(W)
+
+
+def _checked_sparsity(W: np.ndarray) -> dict:
     key = id(W)
     data = W.tobytes()
     with _SPARSITY_LOCK:
@@ -193,7 +225,7 @@ def sparsity(W: np.ndarray) -> dict:
     facts = {"rows": np.flatnonzero(np.any(nz, axis=1)), "cols": np.flatnonzero(np.any(nz, axis=0)),
              "nnz": int(np.count_nonzero(nz)),
              "in_col": [np.flatnonzero(nz[:, l]) for l in range(W.shape[1])],
-             "in_row": [np.flatnonzero(nz[r]) for r in range(W.shape[0])]}
+             "in_row": [np.flatnonzero(nz[r]) for r in range(W.shape[0])], "abs": np.abs(W)}
     with _SPARSITY_LOCK:
         _SPARSITY[key] = (W, data, facts)
         while len(_SPARSITY) > _SPARSITY_SIZE:

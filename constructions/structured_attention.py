@@ -193,11 +193,14 @@ def affine_scan(alpha: np.ndarray, betas: list[np.ndarray]) -> list[np.ndarray]:
         else:
             _to_blocks(beta, b, nb, 0.0, out=Y[j])
     tmp = np.empty((k, nb))
-    for p in range(1, b):
-        Ap = A[p]
-        np.multiply(Ap, Y[:, p - 1], out=tmp)
-        Y[:, p] += tmp
-        Ap *= A[p - 1]
+    # down the rows: y_p += alpha_p·y_{p−1} (one product, one sum), then alpha_p *= alpha_{p−1}
+    # (each block's running product), the rows of every beta at once (Yr[p] = Y[:, p], a (k, nb)
+    # view); the rows come as views by iteration, not by indexing (ISSUE 16: per-call overhead)
+    Yr = Y.transpose(1, 0, 2)
+    for a0, a, y0, y1 in zip(A[:-1], A[1:], Yr[:-1], Yr[1:]):
+        np.multiply(a, y0, out=tmp)
+        np.add(y1, tmp, out=y1)
+        a *= a0
     zbs = affine_scan(A[b - 1].copy(), [Y[j, b - 1].copy() for j in range(k)])
     Z = np.empty((k, nb))
     for j, zb in enumerate(zbs):
@@ -205,7 +208,7 @@ def affine_scan(alpha: np.ndarray, betas: list[np.ndarray]) -> list[np.ndarray]:
     tmp2 = np.empty((k, b, nb - 1))
     np.multiply(A[None, :, 1:], Z[:, None, :-1], out=tmp2)
     Y[:, :, 1:] += tmp2
-    A = Z = tmp = tmp2 = None  # freed before the copy below (a lower peak of fresh pages: ISSUE 16)
+    A = Z = tmp = tmp2 = Yr = None  # freed before the copy below (a lower peak of fresh pages: ISSUE 16)
     out = np.ascontiguousarray(Y.transpose(0, 2, 1)).reshape(k, -1)
     return [out[j, :m] for j in range(k)]
 

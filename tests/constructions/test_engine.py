@@ -6,6 +6,7 @@ the score structure does not hold, and the observation runs do not depend on bat
 
 from __future__ import annotations
 
+import copy
 import itertools
 from fractions import Fraction
 
@@ -17,7 +18,7 @@ from softhard.constructions.compile import compile_formula
 from softhard.constructions.engine import HeadTrace, forward, forward_pair, run_head
 from softhard.constructions.errors import ParameterError
 from softhard.constructions.parse import parse_formula
-from softhard.constructions.residual import embed_cols
+from softhard.constructions.residual import embed_cols, sparsity, weights_fixed
 from softhard.constructions.simulate import leak_rounding_allowance, observe, random_words, two_edge_words
 from softhard.constructions.softmax import exp_flush
 from softhard.constructions.structured_attention import affine_scan
@@ -262,6 +263,25 @@ def test_column_caches_follow_writes():
             np.testing.assert_array_equal(a.heads["h2"].hard, b.heads["h2"].hard)
             np.testing.assert_allclose(a.heads["h2"].soft, b.heads["h2"].soft, rtol=1e-12, atol=1e-13)
             np.testing.assert_allclose(a.heads["h2"].leak, b.heads["h2"].leak, rtol=1e-12, atol=1e-300)
+
+
+def test_weight_edited_between_passes_is_seen():
+    """A forward pass checks each weight's sparsity once (residual.weights_fixed): an in-place edit
+    between passes (a head now writing a column it did not) must be seen by the next pass, as by a
+    fresh copy of the edited model, and within a pass a weight's facts are served by identity."""
+    m = _model("a S b", "T")
+    tok = np.random.default_rng(3).integers(1, 3, size=(4, 9))
+    tr = forward(m, tok, mode="soft", inv_tau=2.0)
+    h = next(h for b in m.blocks for h in b.heads)
+    l = int(np.flatnonzero(np.any(tr.heads[h.name].soft != 0, axis=(0, 1)))[0])  # a value the head outputs
+    zc = int(np.flatnonzero(~np.any(h.W_O != 0, axis=0))[0])  # a column it does not write
+    with weights_fixed([h.W_O]):
+        assert sparsity(h.W_O) is sparsity(h.W_O) and zc not in sparsity(h.W_O)["cols"]
+    h.W_O[l, zc] = 1.0
+    after = forward(m, tok, mode="soft", inv_tau=2.0).x
+    np.testing.assert_array_equal(after, forward(copy.deepcopy(m), tok, mode="soft", inv_tau=2.0).x)
+    assert not np.array_equal(after[..., zc], tr.x[..., zc])
+    assert zc in sparsity(h.W_O)["cols"]
 
 
 # ------------------------------------------------------------------------------------------------
