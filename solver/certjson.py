@@ -219,10 +219,43 @@ class Texts(dict):
 def object_text(obj: dict, texts: Texts) -> bytes:
     """``canonical(obj)`` of a dict, assembled from its values' texts in ``texts`` (sorted keys,
     ``"key":value`` joined by ``,``: what :func:`canonical` writes, tests/solver/test_replay.py);
+    a list value's text is assembled from its items' (each remembered: the hashes of a certificate's
+    top-level lists are per item, :func:`compute_hashes`, so each item is serialised once; ISSUE 16);
     serialised whole when a key is not a string (json.dumps would convert or refuse it)."""
     if not all(type(k) is str for k in obj):
         return texts.text(obj)
-    return texts.known(obj, b"{" + b",".join(canonical(k) + b":" + texts.text(obj[k]) for k in sorted(obj)) + b"}")
+    return texts.known(obj, b"{" + b",".join(canonical(k) + b":" + _list_or_text(obj[k], texts) for k in sorted(obj))
+                       + b"}")
+
+
+def _list_or_text(v, texts: Texts) -> bytes:
+    """``texts.text(v)``; for a list not known yet, assembled from its items' texts (``[`` + items
+    joined by ``,`` + ``]``: what :func:`canonical` writes)."""
+    if type(v) is list:
+        got = texts.get(id(v))
+        if got is not None and got[0] is v:
+            return got[1]
+        return texts.known(v, b"[" + b",".join(texts.text(x) for x in v) + b"]")
+    return texts.text(v)
+
+
+def assembled_text(obj, texts: Texts, depth: int = 2) -> bytes:
+    """``canonical(obj)`` of a value built around containers whose texts ``texts`` knows (a replay's
+    inputs: sections of the certificate verify has serialised): those taken from ``texts``, the
+    containers within ``depth`` levels of ``obj`` assembled around them (dicts with string keys,
+    lists, tuples) without being remembered, anything else serialised whole.  Raises what
+    :func:`canonical` raises."""
+    if isinstance(obj, (dict, list)):
+        got = texts.get(id(obj))
+        if got is not None and got[0] is obj:
+            return got[1]
+    if depth > 0:
+        if type(obj) is dict and all(type(k) is str for k in obj):
+            return b"{" + b",".join(canonical(k) + b":" + assembled_text(obj[k], texts, depth - 1)
+                                    for k in sorted(obj)) + b"}"
+        if type(obj) in (list, tuple):
+            return b"[" + b",".join(assembled_text(x, texts, depth - 1) for x in obj) + b"]"
+    return canonical(obj)
 
 
 def compute_hashes(cert: dict, texts: Texts | None = None) -> dict:

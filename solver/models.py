@@ -39,6 +39,7 @@ consistency with the re-derived bounds is :func:`check_measured`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ from ..constructions.modelfile import doc_sha256, model_from_doc
 from ..constructions.words import count_words, word_count_text
 from ..constructions.parameters import to_count, to_fraction, to_seconds
 from . import certificate
+from .certjson import canonical
 from .check import ProofCache
 from .claims import frac_str, parse_frac
 from .model_inputs import (REPORT_FIELDS, VERIFY_EXHAUSTIVE_LIMIT, inputs, search_rows, searched_reports,
@@ -459,6 +461,37 @@ def _positive_int(x, where: str) -> int:
     return x
 
 
+#: the canonical JSON of a replay's ``build_model_construction`` arguments -> its result (the analysis's
+#: wall time ``seconds`` zeroed: no replay reads it): the construction and gap analysis are a
+#: deterministic function of the embedded model, n_max, ε and the analysis options, so the verifies
+#: of edited copies of one model certificate whose edits leave those alone (an edit of the numeric
+#: section, of a claim, of the search) rebuild it once per process (ISSUE 16: the rebuilds were ~90 %
+#: of tests/solver/test_formula_numeric.py's model every-edit test).  Neither result is mutated by a
+#: replay or a measured check (each replay gets its own construction with its own ``source``).
+_BUILT: dict[bytes, tuple[Construction, ModelAnalysis]] = {}
+_BUILT_MAX = 8
+
+
+def _built(doc: dict, spec: ModelSpec, n_max: int, epsilon: Fraction, method: str, searched: dict | None,
+           opts: dict) -> tuple[Construction, ModelAnalysis]:
+    """``build_model_construction(spec, n_max=n_max, epsilon=epsilon, method=method, searched=searched,
+    **opts)`` for ``spec = model_from_doc(doc, ...)``, memoised in :data:`_BUILT` by the canonical JSON
+    of the arguments (not memoised when they have none; raises what it raises, never memoised)."""
+    try:
+        key = canonical([doc, n_max, frac_str(epsilon), method, searched, opts])
+    except (TypeError, ValueError):
+        key = None
+    got = _BUILT.get(key) if key is not None else None
+    if got is None:
+        c, an = build_model_construction(spec, n_max=n_max, epsilon=epsilon, method=method, searched=searched, **opts)
+        got = (c, dataclasses.replace(an, seconds=0.0))
+        if key is not None:
+            if len(_BUILT) >= _BUILT_MAX:
+                _BUILT.pop(next(iter(_BUILT)))
+            _BUILT[key] = got
+    return got
+
+
 def replay(cert: dict, timeout_s: float) -> tuple[dict, tuple[Construction, ModelAnalysis]]:
     """Re-assemble a model certificate from its inputs (module docstring); returns it with the
     rebuilt construction and analysis.  Raises :class:`CertificateError` (with the JSON path) for
@@ -491,9 +524,8 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, tuple[Construction, Mode
                                path="analysis.options.exhaustive_limit")
     # tie-break "auto": a certificate made with "off" has no UHA tie (a tie is gap 0: not
     # simulable), so "auto" plans no tie-break for it either
-    c, an = build_model_construction(spec, n_max=n_max, epsilon=epsilon, method=method,
-                                     searched=searched_reports(cert), **opts)
-    c.source.update(file=src.get("file"), file_sha256=src.get("file_sha256"))  # provenance, copied
+    c, an = _built(doc, spec, n_max, epsilon, method, searched_reports(cert), opts)
+    c = dataclasses.replace(c, source={**c.source, "file": src.get("file"), "file_sha256": src.get("file_sha256")})
     found = _found(cert)
     if found is not None:
         inv_tau, _ = certificate.found_params(c, found, rng["n_min"], rng["n_max"], False, ("tau",))

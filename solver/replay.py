@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 from ..constructions.errors import SofthardError, WorkLimitError
-from .certjson import Texts, canonical, diff, hash_problems
+from .certjson import Texts, assembled_text, canonical, diff, hash_problems
 from .oracle import ORACLE_LOG
 from .records import FrozenRecord, Record
 from .replay_memo import (Replayed, artefact_key, lookup, record, remember_schema_valid, schema_valid,
@@ -499,7 +499,7 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
     else:
         limit = replay_timeout(cert, timeout_s)
         deadline = time.perf_counter() + budget_s  # one total budget, whichever path replays
-        got, key, known = _fast(fast_inputs, name, cert, limit, deadline)
+        got, key, known = _fast(fast_inputs, name, cert, limit, deadline, texts)
         try:
             live = None if got is not None else _live(kinds, name, cert, limit, deadline, known)
         except WorkLimitError as e:  # a documented work limit: not re-checked, which is not invalid
@@ -550,7 +550,7 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
 
 
 def _fast(fast_inputs: Mapping[str, Callable[[dict], object]] | None, name: str, cert: dict,
-          timeout_s: float, deadline: float
+          timeout_s: float, deadline: float, texts: Texts | None = None
           ) -> tuple[Replayed | None, Callable[[], str] | None, tuple[Callable, str, bytes] | None]:
     """``(the replay from a recorded artefact or None, the artefact key's maker or None, the replay
     memo's key or None)``: the key (made when needed: a verify of an edited copy whose replay this
@@ -562,16 +562,20 @@ def _fast(fast_inputs: Mapping[str, Callable[[dict], object]] | None, name: str,
     without re-running anything).  As a live replay is, an artefact's replay is kept for this
     process's later verifies of the same inputs (:data:`_ARTEFACTS`: edited copies of one
     certificate share it; :func:`clear_replay_cache` forgets it).  The memo key is
-    ``(the inputs function, name, its canonical key)``, for :func:`_replay`."""
+    ``(the inputs function, name, its canonical key)``, for :func:`_replay`; ``texts``: the canonical
+    texts of ``cert``'s containers (:class:`~.certjson.Texts`), from which the keys' texts of the
+    inputs are assembled (:func:`~.certjson.assembled_text`: each section serialised once, ISSUE 16)."""
     if fast_inputs is None or name not in fast_inputs or not memo_enabled():
         return None, None, None
     try:
         fn = fast_inputs[name]
         inputs = fn(cert)
-        known = (fn, name, canonical([name, inputs, timeout_s]))
+        texts = Texts() if texts is None else texts
+        text = assembled_text(inputs, texts)  # = canonical(inputs)
+        known = (fn, name, b"[" + canonical(name) + b"," + text + b"," + canonical(timeout_s) + b"]")
         if known[2] in _REPLAYS:
-            return None, lambda: artefact_key(name, inputs, timeout_s), known
-        key = artefact_key(name, inputs, timeout_s)
+            return None, lambda: artefact_key(name, inputs, timeout_s, text), known
+        key = artefact_key(name, inputs, timeout_s, text)
     except (KeyError, TypeError, ValueError, AttributeError):  # inputs the kind cannot read: the live path reports them
         return None, None, None
     if key not in _ARTEFACTS:

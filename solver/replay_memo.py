@@ -50,8 +50,8 @@ SCHEMA_VALID = "schema-valid"
 #: distributions whose versions key an artefact besides the fingerprint's (SymPy, the package): what
 #: a replay computes with (graphs, numeric plans and float texts, mpmath, arb, Z3, the parser)
 LIBRARIES = ("numpy", "networkx", "mpmath", "python-flint", "z3-solver", "lark", "jsonschema")
-#: the artefact format (a change of its layout changes every key)
-FORMAT = 1
+#: the artefact format (a change of its layout changes every key; 2: keyed by the inputs' digest)
+FORMAT = 2
 
 _versions: list[list[str]] = []
 
@@ -76,11 +76,15 @@ def enabled() -> bool:
     return store.disk_cache_enabled()
 
 
-def artefact_key(kind: str, inputs, timeout_s: float) -> str:
+def artefact_key(kind: str, inputs, timeout_s: float, inputs_text: bytes | None = None) -> str:
     """The artefact key of a replay of ``kind`` with ``inputs`` (JSON-able) under the per-query
-    limit ``timeout_s`` (seconds): :func:`softhard.bounds.store.entry_key` over them, the format
-    and :func:`library_versions`."""
-    return store.entry_key(ARTEFACT, [FORMAT, kind, inputs, float(timeout_s), library_versions(), mpmath_prec()])
+    limit ``timeout_s`` (seconds): :func:`softhard.bounds.store.entry_key` over them (the inputs by
+    the SHA-256 of their canonical JSON: ``inputs_text`` when the caller has it, a Tracr source is
+    ~20 kB; ISSUE 16), the format and :func:`library_versions`.  Raises ValueError for inputs no
+    canonical JSON holds (NaN, infinity), TypeError for a non-JSON value."""
+    text = canonical(inputs) if inputs_text is None else inputs_text
+    return store.entry_key(ARTEFACT, [FORMAT, kind, hashlib.sha256(text).hexdigest(), float(timeout_s),
+                                      library_versions(), mpmath_prec()])
 
 
 def mpmath_prec() -> int:

@@ -45,3 +45,21 @@ def test_loads_gives_what_the_full_check_gives(name, monkeypatch):
     got = _outcome(TEXTS[name])
     monkeypatch.setattr(certjson, "_nesting_within", lambda obj, limit: False)  # the first parse accepts nothing
     assert got == _outcome(TEXTS[name])
+
+
+def test_assembled_texts_are_the_canonical_ones():
+    """verify's replay keys and the certificate's texts assembled from known parts (ISSUE 16) are
+    byte for byte what :func:`canonical` writes: a wrapper around known sections and unknown values
+    (nested, tuples, non-ASCII, floats, a non-string key), and a dict with a list section."""
+    sec = {"b": [1, 2.5, {"τ": "1/3"}], "a": True}
+    texts = certjson.Texts()
+    texts.text(sec)
+    for obj in (["tracr", [sec, {"z": None, "y": (1, [2, {"x": 1e16}])}, sec["b"]], 20.0],
+                {"k": sec, "n": {1: "int key"}}, [], {}, "plain", 3):
+        assert certjson.assembled_text(obj, texts) == certjson.canonical(obj)
+    cert = {"claims": [{"id": 1}, {"id": 2, "w": [0.1]}], "sec": sec, "n": 0}
+    t2 = certjson.Texts()
+    assert certjson.object_text(cert, t2) == certjson.canonical(cert)
+    assert t2.text(cert["claims"][1]) == certjson.canonical(cert["claims"][1])
+    with pytest.raises(ValueError):
+        certjson.assembled_text([sec, float("nan")], texts)

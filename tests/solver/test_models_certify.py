@@ -345,6 +345,30 @@ def test_every_edit_of_a_model_certificate_is_caught(ab12):
     print(f"tamper: {time.perf_counter() - t0:.1f} s")
 
 
+def test_a_memoised_construction_gives_the_live_report(ab12):
+    """The model replay's memo of its construction (:data:`softhard.solver.models._BUILT`, ISSUE 16)
+    changes no report: an edit of the numeric section (a replay input the construction does not
+    depend on) verified with the memo emptied (built live) and then warm gives the same problems,
+    and each replay's construction has its own ``source`` (the stored file annotation), not the
+    memo's."""
+    bad = copy.deepcopy(ab12)
+    bad["numeric"]["families"]["exhaustive"] += 1
+    bad["hashes"] = compute_hashes(bad)
+    clear_replay_cache()
+    models._BUILT.clear()
+    cold = verify_certificate(bad)
+    assert len(models._BUILT) == 1
+    clear_replay_cache()
+    warm = verify_certificate(bad)
+    assert not cold.ok and (cold.problems, cold.undecided) == (warm.problems, warm.undecided)
+    (c, _), = models._BUILT.values()
+    other = copy.deepcopy(ab12)
+    other["source"]["file"] = "elsewhere.json"
+    fresh, (c2, _) = models.replay(other, 20.0)
+    assert c2.source["file"] == fresh["source"]["file"] == "elsewhere.json" and c.source["file"] != "elsewhere.json"
+    assert c2.graph is c.graph  # (the memo's construction, with a source of its own)
+
+
 def test_uniform_tieless_in_gap_and_certificate(tmp_path, capsys, monkeypatch):
     """Issue 13 item 5: ``gap`` reports per head whether every row is uniform or has a unique
     maximum (human and --json); the certificate's premises carry it, the composed bound uses the
