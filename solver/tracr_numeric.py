@@ -108,6 +108,24 @@ def _same_value(decoded, rasp, categorical: bool, tol: Fraction) -> bool:
     return abs(Fraction(decoded) - r) < tol
 
 
+def _word_runs(an: Analysis, w: tuple, exact: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The passes of one input word at the compiled temperature: its exact hard output rows
+    (:func:`_exact_outputs`, ``(L, k)`` Fractions; taken from ``exact`` when there) and its float64
+    soft output rows (``(L, k)``), memoised on ``an`` by word: both are functions of the model and
+    the word alone, so examples that differ only in their stored outputs (verify's edited copies
+    of a certificate) share them.  Raises what the passes raise for a word the model cannot read."""
+    runs = an.cache.setdefault("word_runs", {})
+    got = runs.get(w)
+    if got is None:
+        hm = an.hm
+        tr = _float_model(an)
+        cols = [tr.labels.index(hm.labels[c]) for c in hm.outputs[0].coords]
+        ex = exact[w] if exact and w in exact else _exact_outputs(an, [w])[w]
+        soft_x = forward(tr, tr.encode([list(w)]), mode="soft", inv_tau=compiled_inv_tau_float(an)).x[0][1:, cols]
+        got = runs[w] = (ex, soft_x)
+    return got
+
+
 def _example(an: Analysis, e: dict, exact: dict | None = None, key: bytes | None = None) -> tuple[dict, dict]:
     """One stored example re-run: its row and its float64 deviations (memoised on ``an``);
     ``exact``: exact hard outputs by word already computed (:func:`_exact_outputs`); ``key``: its
@@ -116,16 +134,12 @@ def _example(an: Analysis, e: dict, exact: dict | None = None, key: bytes | None
     key = canonical(e) if key is None else key
     if key in cache:
         return cache[key]
-    hm = an.hm
-    o = hm.outputs[0]
+    o = an.hm.outputs[0]
     cat = o.type == "categorical"
-    tr = _float_model(an)
-    cols = [tr.labels.index(hm.labels[c]) for c in o.coords]
     lam = compiled_inv_tau_float(an)
     w = tuple(e["input"])
-    ex = exact[w] if exact and w in exact else _exact_outputs(an, [w])[w]
+    ex, soft_x = _word_runs(an, w, exact)
     hard = [_decode(an, r) for r in ex]
-    soft_x = forward(tr, tr.encode([list(w)]), mode="soft", inv_tau=lam).x[0][1:, cols]
     soft = [_decode(an, r) for r in soft_x]
     has_rasp = any(v is not None for v in e["rasp"])
     tol = value_tolerance(an)
@@ -171,10 +185,11 @@ def confirm_examples(an: Analysis, examples: list[dict] | None = None) -> dict:
     if not exs:
         return {"count": 0, "hard_reproduced": None, "numpy_hard_reproduced": None, "soft_reproduced": None,
                 "rows": []}
-    done = an.cache.get("examples", {})
-    try:  # the exact passes of the examples not yet run, one batch per length (exact: batching changes no value)
+    done, runs = an.cache.get("examples", {}), an.cache.get("word_runs", {})
+    try:  # the exact passes of the words not yet run, one batch per length (exact: batching changes no value)
         keys = [canonical(e) for e in exs]
-        exact = _exact_outputs(an, list(dict.fromkeys(tuple(e["input"]) for e, k in zip(exs, keys) if k not in done)))
+        words = (tuple(e["input"]) for e, k in zip(exs, keys) if k not in done)
+        exact = _exact_outputs(an, list(dict.fromkeys(w for w in words if w not in runs)))
     except (SofthardError, KeyError, TypeError, ValueError, IndexError):
         keys, exact = [None] * len(exs), None  # a malformed example: each runs alone, the first bad one raises
     rows, devs = zip(*(_example(an, e, exact, k) for e, k in zip(exs, keys)))
