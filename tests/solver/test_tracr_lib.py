@@ -1,7 +1,8 @@
 """Every program of Tracr's library compiled live (issue 14): ``softhard tracr compile``'s export
 round trip, certify (exit 0 with proved answers, or status unknown naming the part the analysis
 does not cover), verify by replay, and the certified answers checked against runs of the compiled
-model itself (Tracr's own JAX forward pass, ``model.apply``) and RASP's interpreter.
+model itself (Tracr's own JAX forward pass, jitted: :func:`compiled_runner`, itself checked against
+``model.apply``) and RASP's interpreter.
 
 Needs the ``tracr-pypi`` package (in the ``[test]`` extra); without it the fixture fails (no skip).
 JAX is imported once: the programs are compiled once per module, at small sizes (tests/tracr_lib.py).
