@@ -293,6 +293,13 @@ def _remember(cache: dict, key: bytes, value):
     return value
 
 
+def _recall(cache: dict, key: bytes):
+    """``cache[key]``, moved to the end of the eviction order (least recently used goes first: the
+    unedited certificate's analysis stays while verify replays its edited copies)."""
+    cache[key] = value = cache.pop(key)
+    return value
+
+
 def _replayed_info(info: dict) -> dict:
     return {k: v for k, v in info.items() if k not in _NOT_REPLAYED}
 
@@ -302,7 +309,7 @@ def _analysis(doc: dict, info: dict, params: dict) -> Analysis:
     certificates that differ only in stated values or derived fields share it)."""
     key = canonical([doc, _replayed_info(info), params["epsilon"]])
     if key in _ANALYSES:
-        return _ANALYSES[key]
+        return _recall(_ANALYSES, key)
     hm = model_from_doc(doc, path="<certificate source.model>").canonical()
     check_source(hm, doc, info)
     eps = params["epsilon"]
@@ -344,7 +351,7 @@ def replay(cert: dict, timeout_s: float) -> tuple[dict, Analysis]:
         finally:
             ORACLE_LOG.reset(token)
         _remember(_CORES, key, (core, an, rows))
-    core, an, rows = _CORES[key]
+    core, an, rows = _recall(_CORES, key)
     # a replay served from the memo states the oracle calls its core was computed from: a replay
     # artefact recorded from it holds its whole transcript (softhard.solver.replay_memo)
     for row in rows:

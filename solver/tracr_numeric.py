@@ -59,7 +59,15 @@ def _float_model(an: Analysis) -> Transformer:
     return an.cache["float_model"]
 
 
+def _wkey(w: tuple) -> tuple:
+    """A word as a memo key: each token with its type (``1``, ``1.0`` and ``True`` are equal as
+    dict keys but not the same token)."""
+    return tuple((type(t), t) for t in w)
+
+
 def _exact_outputs(an: Analysis, words: list[tuple[str, ...]]) -> dict[tuple, np.ndarray]:
+    """The exact hard output rows ``(L, k)`` (Fractions) of each word, by :func:`_wkey` (one batch
+    per length: exact, so batching changes no value)."""
     hm = an.hm
     eng = _exact_engine(an)
     o = hm.outputs[0]
@@ -71,7 +79,7 @@ def _exact_outputs(an: Analysis, words: list[tuple[str, ...]]) -> dict[tuple, np
         tok = np.array([hm.encode(w) for w in ws], dtype=np.int64)
         x = eng.run(tok).x
         for b, w in enumerate(ws):
-            out[w] = np.array([[Fraction(int(v), x.den) for v in x.num[b, i, o.coords]] for i in range(1, L + 1)],
+            out[_wkey(w)] = np.array([[Fraction(int(v), x.den) for v in x.num[b, i, o.coords]] for i in range(1, L + 1)],
                               dtype=object)
     return out
 
@@ -108,6 +116,24 @@ def _same_value(decoded, rasp, categorical: bool, tol: Fraction) -> bool:
     return abs(Fraction(decoded) - r) < tol
 
 
+def _word_runs(an: Analysis, w: tuple, exact: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The passes of one input word at the compiled temperature: its exact hard output rows
+    (:func:`_exact_outputs`, ``(L, k)`` Fractions; taken from ``exact`` when there) and its float64
+    soft output rows (``(L, k)``), memoised on ``an`` by word (:func:`_wkey`): both are functions of the model and
+    the word alone, so examples that differ only in their stored outputs (verify's edited copies
+    of a certificate) share them.  Raises what the passes raise for a word the model cannot read."""
+    runs, k = an.cache.setdefault("word_runs", {}), _wkey(w)
+    got = runs.get(k)
+    if got is None:
+        hm = an.hm
+        tr = _float_model(an)
+        cols = [tr.labels.index(hm.labels[c]) for c in hm.outputs[0].coords]
+        ex = exact[k] if exact and k in exact else _exact_outputs(an, [w])[k]
+        soft_x = forward(tr, tr.encode([list(w)]), mode="soft", inv_tau=compiled_inv_tau_float(an)).x[0][1:, cols]
+        got = runs[k] = (ex, soft_x)
+    return got
+
+
 def _example(an: Analysis, e: dict, exact: dict | None = None, key: bytes | None = None) -> tuple[dict, dict]:
     """One stored example re-run: its row and its float64 deviations (memoised on ``an``);
     ``exact``: exact hard outputs by word already computed (:func:`_exact_outputs`); ``key``: its
@@ -116,16 +142,12 @@ def _example(an: Analysis, e: dict, exact: dict | None = None, key: bytes | None
     key = canonical(e) if key is None else key
     if key in cache:
         return cache[key]
-    hm = an.hm
-    o = hm.outputs[0]
+    o = an.hm.outputs[0]
     cat = o.type == "categorical"
-    tr = _float_model(an)
-    cols = [tr.labels.index(hm.labels[c]) for c in o.coords]
     lam = compiled_inv_tau_float(an)
     w = tuple(e["input"])
-    ex = exact[w] if exact and w in exact else _exact_outputs(an, [w])[w]
+    ex, soft_x = _word_runs(an, w, exact)
     hard = [_decode(an, r) for r in ex]
-    soft_x = forward(tr, tr.encode([list(w)]), mode="soft", inv_tau=lam).x[0][1:, cols]
     soft = [_decode(an, r) for r in soft_x]
     has_rasp = any(v is not None for v in e["rasp"])
     tol = value_tolerance(an)
@@ -171,10 +193,11 @@ def confirm_examples(an: Analysis, examples: list[dict] | None = None) -> dict:
     if not exs:
         return {"count": 0, "hard_reproduced": None, "numpy_hard_reproduced": None, "soft_reproduced": None,
                 "rows": []}
-    done = an.cache.get("examples", {})
-    try:  # the exact passes of the examples not yet run, one batch per length (exact: batching changes no value)
+    done, runs = an.cache.get("examples", {}), an.cache.get("word_runs", {})
+    try:  # the exact passes of the words not yet run, one batch per length (exact: batching changes no value)
         keys = [canonical(e) for e in exs]
-        exact = _exact_outputs(an, list(dict.fromkeys(tuple(e["input"]) for e, k in zip(exs, keys) if k not in done)))
+        words = (tuple(e["input"]) for e, k in zip(exs, keys) if k not in done)
+        exact = _exact_outputs(an, list({_wkey(w): w for w in words if _wkey(w) not in runs}.values()))
     except (SofthardError, KeyError, TypeError, ValueError, IndexError):
         keys, exact = [None] * len(exs), None  # a malformed example: each runs alone, the first bad one raises
     rows, devs = zip(*(_example(an, e, exact, k) for e, k in zip(exs, keys)))
@@ -237,7 +260,7 @@ def mp_error(an: Analysis, word: tuple[str, ...], inv_tau, dps: int = 50) -> mpm
     roundings, same order; zero weights skipped, which changes no value: tested against it)."""
     hm = an.hm
     o = hm.outputs[0]
-    ex = _exact_outputs(an, [word])[word]
+    ex = _exact_outputs(an, [word])[_wkey(word)]
     layers = _mp_layers(an, dps)
     with mpmath.workdps(dps):
         zero = mpmath.mpf(0)
