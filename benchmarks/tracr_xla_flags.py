@@ -1,6 +1,6 @@
 """The CPU seconds of compiling and exporting Tracr's 13 library programs (tests/tracr_lib.py, as
 tests/solver/test_tracr_lib.py's fixture does: Tracr's compiler with its haiku init, then the
-export's 20 ``model.apply`` runs), and a SHA-256 of everything the export and the model give, under
+export's runs of the compiled model on its stored examples), and a SHA-256 of everything the export and the model give, under
 the ``XLA_FLAGS`` of the environment; prints one JSON line.  Two runs under different flags whose
 ``sha256`` agree produced bit-identical exports (metadata with the compiled model's outputs on every
 stored example, float64 arrays) and bit-identical float32 model outputs (unembedded output,
@@ -14,7 +14,10 @@ XLA's compile time.
 Needs the ``[tracr]`` extra.  Run it without ``JAX_COMPILATION_CACHE_DIR`` (a cold compile, as CI's).
 Measured 2026-12-02 (2 shared cores, load ~4, the two runs concurrent): 107.7 s CPU with the suite's
 flags (tests/conftest.py), 77.0 s with ``--xla_cpu_use_fusion_emitters=false`` added (XLA's older
-CPU emitters: each op-by-op compile ~19 ms instead of ~40 ms), the same sha256 (154969f8…).
+CPU emitters: each op-by-op compile ~19 ms instead of ~40 ms), the same sha256 (154969f8…).  Since
+the export records the jitted forward pass's outputs (``compiled_runner``, ISSUE 16 eleventh pass) the
+hash differs from 154969f8… (pair_balance and frac_prevs: leaks below 4e-18 moved by ≤ 19 float32 ulps);
+compare two runs of the same revision.
 """
 
 from __future__ import annotations
