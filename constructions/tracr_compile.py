@@ -11,7 +11,8 @@
   (:func:`parse_vocab`) and ``max_seq_len``; :func:`write_export` writes the two files.
 
 ``tracr`` (the ``[tracr]`` extra: ``tracr-pypi``, with JAX and dm-haiku) is imported only by the
-functions that need it (:func:`compile_program`, :func:`rasp_outputs`, :func:`compiled_runner`), so
+functions that need it (:func:`compile_program`, :func:`rasp_outputs`, :func:`compiled_runner`,
+:func:`lean_haiku_init`), so
 reading exports never needs it.  Errors: :class:`~softhard.constructions.errors.ParameterError` (one line) for a bad
 program name, argument, vocabulary or a program Tracr refuses to compile;
 :class:`~softhard.constructions.errors.ModelFormatError` for a live object that is not a compiled
@@ -21,6 +22,7 @@ model.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import importlib
 import io
@@ -311,6 +313,63 @@ def load_function(spec: str):
     return fn
 
 
+class _LeanHaiku:
+    """Haiku as Tracr's assembler sees it inside :func:`lean_haiku_init`: every attribute is
+    Haiku's but ``transform``, whose ``init`` is jitted and creates the parameters of the modules
+    named ``…transformer…`` as zeros (shape and dtype as requested)."""
+
+    def __init__(self, hk: Any, jax: Any):
+        self._hk, self._jax = hk, jax
+
+    def __getattr__(self, name: str):
+        return getattr(self._hk, name)
+
+    def transform(self, f, **kwargs):
+        hk = self._hk
+
+        def creator(next_creator, shape, dtype, init, context):
+            if "transformer" in context.module_name:  # the parameters Tracr zeroes (module docstring)
+                init = hk.initializers.Constant(0.0)
+            return next_creator(shape, dtype, init)
+
+        def zero_init_f(*args, **kw):
+            with hk.custom_creator(creator):
+                return f(*args, **kw)
+        t = hk.transform(zero_init_f, **kwargs)
+        jitted = self._jax.jit(t.init)
+
+        def init(*args, **kw):
+            return jitted(*args, **kw)
+        init._original_fn = t.init._original_fn  # what hk.without_apply_rng reads
+        return hk.Transformed(init=init, apply=t.apply)
+
+
+@contextlib.contextmanager
+def lean_haiku_init():
+    """Within it, Tracr's ``assemble_craft_model`` gets its model's parameters without running the
+    model op by op.  Tracr builds them with ``forward.init(PRNGKey(0), [[1, 2, 3]])`` — every
+    parameter drawn from Haiku's truncated normal and the whole model run at shape [1, 3], each JAX
+    primitive compiled by XLA on its own — and then overwrites every parameter of a module whose
+    name contains ``transformer`` with ``np.zeros_like`` before writing the compiled weights into it;
+    the only initial values it keeps are the embeddings' (``hk.Embed`` of the given matrices).  Here
+    (``tracr.compiler.assemble.hk`` swapped for :class:`_LeanHaiku` and restored on exit) the init
+    is one ``jax.jit`` (XLA drops the unused forward pass) and those overwritten parameters are
+    created as zeros: the same parameters, shapes, dtypes and embedding values bit for bit (the 13
+    programs of tests/tracr_lib.py, benchmarks/README.md, ISSUE 16 twelfth pass; tested in
+    tests/solver/test_tracr_lib.py), at about half the compile's CPU.  Not thread-safe (a module
+    attribute is swapped).  Needs the ``[tracr]`` extra."""
+    assemble = tracr_module("tracr.compiler.assemble")
+    import haiku
+    import jax
+
+    real = assemble.hk
+    assemble.hk = _LeanHaiku(haiku, jax)
+    try:
+        yield
+    finally:
+        assemble.hk = real
+
+
 def compile_program(spec: str, vocab: Sequence, max_seq_len: int, args: Sequence[str] = (), *,
                     mlp_exactness: int = 100, causal: bool = False, name: str | None = None,
                     examples: Sequence[Sequence] | None = None) -> tuple[dict, dict[str, np.ndarray], Any, Any]:
@@ -320,7 +379,8 @@ def compile_program(spec: str, vocab: Sequence, max_seq_len: int, args: Sequence
     ``max_seq_len`` (BOS token ``BOS``, PAD token ``PAD``); returns ``(meta, arrays, model,
     program)``: :func:`export_assembled`'s pair, the live model and the RASP program.  Bounded: refuses ``len(vocab)·max_seq_len >``
     :data:`MAX_COMPILE_SIZE`.  Raises :class:`ParameterError` (one line) for a bad name or
-    argument, a function that does not return a RASP SOp, or a program Tracr refuses."""
+    argument, a function that does not return a RASP SOp, or a program Tracr refuses.
+    Tracr's Haiku init runs as :func:`lean_haiku_init` gives it (the same parameters, half the CPU)."""
     compiling = tracr_module("tracr.compiler.compiling")  # the optional extra [tracr]
     rasp = tracr_module("tracr.rasp.rasp")
     if max_seq_len < 1:
@@ -343,8 +403,9 @@ def compile_program(spec: str, vocab: Sequence, max_seq_len: int, args: Sequence
     if not isinstance(program, rasp.SOp):
         raise ParameterError(f"{spec}: returned {type(program).__name__}, not a RASP SOp")
     try:
-        model = compiling.compile_rasp_to_model(program, vocab=set(vocab), max_seq_len=max_seq_len, causal=causal,
-                                                compiler_bos="BOS", compiler_pad="PAD", mlp_exactness=mlp_exactness)
+        with lean_haiku_init():
+            model = compiling.compile_rasp_to_model(program, vocab=set(vocab), max_seq_len=max_seq_len, causal=causal,
+                                                    compiler_bos="BOS", compiler_pad="PAD", mlp_exactness=mlp_exactness)
     except Exception as e:  # noqa: BLE001 — Tracr's refusal (NotImplementedError, ValueError, ...): one line
         raise ParameterError(f"{spec}: Tracr cannot compile it: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
     nm = name or fn.__name__.removeprefix("make_")

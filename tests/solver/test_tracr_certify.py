@@ -310,14 +310,16 @@ def test_memoised_schema_validation_equals_plain_jsonschema(certs):
     def errs(v, c):
         return [(list(e.absolute_path), e.message, e.validator) for e in v.iter_errors(c)]
     cert = certs["frac_prevs"]
+    base = json.loads(json.dumps(cert))  # as read from a file; neither validator mutates it (checked below)
+    text = json.dumps(base)
     cases = []
     for i, (path, v) in enumerate(_nodes(cert)):  # every 12th node: its leaf edited, or the node deleted
         if i % 12 or not path or path[0] == "hashes":
             continue
-        c = json.loads(json.dumps(cert))
-        parent = c
+        c = parent = dict(base)  # a fresh copy of each container on the path; the rest shared with base
         for p in path[:-1]:
-            parent = parent[p]
+            parent[p] = child = dict(parent[p]) if isinstance(parent[p], dict) else list(parent[p])
+            parent = child
         if isinstance(v, (dict, list)) and v:
             del parent[path[-1]]
         else:
@@ -332,6 +334,7 @@ def test_memoised_schema_validation_equals_plain_jsonschema(certs):
         assert errs(memo, c) == want and errs(memo, c) == want
         bad += bool(want)
     assert bad >= 20  # schema violations among them, not only valid copies
+    assert json.dumps(base) == text  # the cases' shared (unedited) parts were not changed
 
 
 def test_schema_1_certificate_one_line(certs, tmp_path, capsys):

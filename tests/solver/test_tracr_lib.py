@@ -108,6 +108,31 @@ def test_compiled_runner_is_model_apply(compiled, name, lengths):
                 assert abs(a - b) <= 32 * np.spacing(np.float32(max(abs(a), abs(b)))), (name, e["input"], a, b)
 
 
+def test_lean_haiku_init_is_tracrs(compiled):
+    """The fixture's models are compiled under
+    :func:`~softhard.constructions.tracr_compile.lean_haiku_init` (Haiku's init jitted, the
+    parameters Tracr overwrites created as zeros); Tracr's own compile of the same RASP program
+    (its op-by-op init from random draws) gives the same parameters: the same modules, names,
+    dtypes, shapes and bytes (frac_prevs: its ops at shape [1, 3] are those of
+    test_compiled_runner_is_model_apply's runs; all 13 programs in benchmarks/README.md)."""
+    import haiku
+    import tracr.compiler.assemble
+    from tracr.compiler.compiling import compile_rasp_to_model
+
+    assert tracr.compiler.assemble.hk is haiku  # restored after the fixture's compiles: Tracr's own init below
+    _, vocab_text, n, _ = LIB["frac_prevs"]
+    lean, program = compiled["frac_prevs"][2], compiled["frac_prevs"][4]
+    own = compile_rasp_to_model(program, vocab=set(parse_vocab(vocab_text)), max_seq_len=n, causal=False,
+                                compiler_bos="BOS", compiler_pad="PAD", mlp_exactness=100)
+    assert list(own.residual_labels) == list(lean.residual_labels)
+    assert sorted(own.params) == sorted(lean.params) and len(own.params) > 4
+    for k in own.params:
+        assert sorted(own.params[k]) == sorted(lean.params[k]), k
+        for p in own.params[k]:
+            a, b = np.asarray(own.params[k][p]), np.asarray(lean.params[k][p])
+            assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), (k, p)
+
+
 @pytest.mark.parametrize("name", list(LIB))
 def test_certify_verify_and_runs(compiled, certs, name):
     cert = certs[name]
