@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
 import time
 from collections.abc import Callable, Mapping
 from functools import lru_cache
@@ -31,6 +32,7 @@ from functools import lru_cache
 from ..constructions.errors import SofthardError, WorkLimitError
 from .certjson import Texts, assembled_text, canonical, diff, hash_problems
 from .oracle import ORACLE_LOG
+from .replay_paths import BUDGET_WORDS, name_copies, only_stopped_claims
 from .records import FrozenRecord, Record
 from .replay_memo import (Replayed, artefact_key, lookup, record, remember_schema_valid, schema_valid,
                           working_precision)
@@ -180,10 +182,28 @@ def _live(kinds: Mapping[str, Kind], name: str, cert: dict, timeout_s: float, de
         VERIFY_DEADLINE.reset(token)
 
 
-def _measured(kind: Kind, cert: dict, fresh: dict, ctx: object, log: list) -> Replayed:
+def _measured(kind: Kind, cert: dict, fresh: dict, ctx: object, log: list, texts: Texts | None = None) -> Replayed:
     """A live replay with the kind's measured checks of ``cert`` (their problems and ``checked``
     lines; malformed measured fields are one problem, anything else raised propagates as before),
-    and the oracle transcript of both."""
+    and the oracle transcript of both.  For a replay kept in :data:`_REPLAYS` their outcome is
+    memoised (:data:`_MEASURED_RUNS`) by mpmath's precision and the text of the sections they read
+    (:data:`MEASURED_READS`, from ``texts``: ``cert``'s :class:`~.certjson.Texts`): edited copies of
+    one certificate that differ elsewhere share one run (ISSUE 16)."""
+    memo = view = None
+    if texts is not None and any(r[0] is fresh for r in _REPLAYS.values()):
+        known = _MEASURED_RUNS.get(id(fresh))
+        if known is None or known[0] is not fresh:  # (the very object: an id is reused once freed)
+            known = _MEASURED_RUNS[id(fresh)] = (fresh, {})
+        memo = known[1]
+        with working_precision():
+            prec = sys.modules["mpmath"].mp.prec if "mpmath" in sys.modules else None
+        with contextlib.suppress(TypeError, ValueError, RecursionError):  # (serialised by the hashes already)
+            view = canonical(prec) + b"".join(b"," + canonical(k) + b":" + assembled_text(cert[k], texts, 0)
+                                              for k in MEASURED_READS if k in cert)
+        if view in memo:
+            was = memo[view]
+            return Replayed(fresh=fresh, problems=list(was.problems), checked=list(was.checked),
+                            transcript=list(was.transcript))
     out = Replayed(fresh=fresh, transcript=list(log))
     if kind.check_measured is not None:
         scratch = VerifyReport()
@@ -197,6 +217,9 @@ def _measured(kind: Kind, cert: dict, fresh: dict, ctx: object, log: list) -> Re
         finally:
             ORACLE_LOG.reset(token)
         out.problems, out.checked = scratch.problems, scratch.checked
+    if view is not None and len(memo) < _MEASURED_CACHE:
+        memo[view] = Replayed(fresh=fresh, problems=list(out.problems), checked=list(out.checked),
+                              transcript=list(out.transcript))
     return out
 
 
@@ -312,8 +335,6 @@ LIVE_CHECKED = "replayed from source and parameters: every non-measured field re
 ARTEFACT_CHECKED = ("replayed from a recorded artefact of the same inputs and code: every Z3 query and arb check "
                     "re-run live (once per process) with the recorded answers, every non-measured field compared")
 
-#: words in a re-run claim's ``reason`` that mean the replay hit a budget, not a different answer
-BUDGET_WORDS = ("timeout", "time limit", "budget")
 #: default total time a verify may spend re-proving claims (seconds; ``--budget``)
 DEFAULT_BUDGET_S = 600.0
 #: the per-query solver time limit a replay uses for a certificate that does not record its own
@@ -345,53 +366,12 @@ def replay_timeout(cert: dict, timeout_s: float | None) -> float:
 
 #: id of a memoised replay's certificate (alive in _REPLAYS or _ARTEFACTS) -> (it, :func:`_budget_hit` of it)
 _BUDGET_HITS: dict[int, tuple[dict, bool]] = {}
-
-
-_NODE_COPY = re.compile(r"^nodes\[(\d+)\]\.numeric(\.|$)")
-
-
-def _name_copies(probs: list[tuple[str, str]], body: dict) -> list[tuple[str, str]]:
-    """A node's ``numeric`` is the replay's copy of ``numeric.nodes.<node>`` (a measured field), so a
-    difference there means the two stored copies disagree: say so, naming the measured section,
-    instead of "the replay gives" (which would put the edited value on the replay's side)."""
-    out = []
-    for p, m in probs:
-        hit = _NODE_COPY.match(p)
-        if hit:
-            nodes = body.get("nodes")
-            i = int(hit.group(1))
-            ok = isinstance(nodes, list) and i < len(nodes) and isinstance(nodes[i], dict)
-            name = nodes[i].get("node") if ok else None
-            m = m.replace("the replay gives", f"but numeric.nodes.{name} (the measured result it copies) has")
-        out.append((p, m))
-    return out
-
-
-_CLAIM_PATH = re.compile(r"^claims\[(\d+)\]")
-_NODE_STATUS = re.compile(r"^nodes\[(\d+)\]\.status$")
-
-
-def _only_stopped_claims(body: dict, probs: list[tuple[str, str]]) -> bool:
-    """Whether every difference lies where a stored claim stopped by a solver budget may replay
-    decided: inside such a claim (``claims[k]``, stored ``unknown`` with a budget reason), the status
-    of a node of such a claim, or the top-level status when it is stored ``unknown``.  Anything else
-    (an edited proved claim, a bound, a top-level "proved") stays "invalid"."""
-    claims = body.get("claims") if isinstance(body.get("claims"), list) else []
-    stopped = {k for k, cl in enumerate(claims) if isinstance(cl, dict) and cl.get("status") == "unknown"
-               and isinstance(cl.get("reason"), str) and any(w in cl["reason"] for w in BUDGET_WORDS)}
-    ids = {claims[k].get("id") for k in stopped}
-    nodes = body.get("nodes") if isinstance(body.get("nodes"), list) else []
-    for p, _ in probs:
-        c, nd = _CLAIM_PATH.match(p), _NODE_STATUS.match(p)
-        if c and int(c.group(1)) in stopped:
-            continue
-        if nd and int(nd.group(1)) < len(nodes) and isinstance(nodes[int(nd.group(1))], dict) \
-                and nodes[int(nd.group(1))].get("claim") in ids:
-            continue
-        if p == "status" and body.get("status") == "unknown":
-            continue
-        return False
-    return True
+#: the top-level sections the measured checks (:attr:`Kind.check_measured`) read: formula and model
+#: ``kind``, ``numeric``, ``range``, ``construction.inv_tau``, ``search``; Tracr ``numeric``, ``source``
+MEASURED_READS = ("kind", "source", "construction", "range", "search", "numeric")
+#: id of a replay's certificate in _REPLAYS -> (it, {precision + MEASURED_READS text: a Replayed}) (:func:`_measured`)
+_MEASURED_RUNS: dict[int, tuple[dict, dict[bytes, Replayed]]] = {}
+_MEASURED_CACHE = 4096
 
 
 def _budget_hit(fresh: dict) -> bool:
@@ -453,6 +433,7 @@ def _forget(fresh: dict) -> None:
     """Drop what is kept of an evicted replay's output."""
     _BUDGET_HITS.pop(id(fresh), None)
     _FRESH_TEXTS.pop(id(fresh), None)
+    _MEASURED_RUNS.pop(id(fresh), None)
 
 
 def clear_replay_cache() -> None:
@@ -460,6 +441,7 @@ def clear_replay_cache() -> None:
     _REPLAYS.clear()
     _BUDGET_HITS.clear()
     _FRESH_TEXTS.clear()
+    _MEASURED_RUNS.clear()
     _ARTEFACTS.clear()
 
 
@@ -511,15 +493,15 @@ def verify(cert: dict, kinds: Mapping[str, Kind], *, timeout_s: float | None = N
             rep.add("source", f"cannot replay the certificate: {e.__class__.__name__}: {e}")
         else:
             if live is not None:
-                got = _measured(kinds[name], cert, *live)
+                got = _measured(kinds[name], cert, *live, texts=texts)
             fresh = got.fresh
             # (``solver`` is an input of the replay, as ``range`` is: taken, not re-derived; schema-checked)
             body = {k: v for k, v in cert.items() if k not in ("hashes", SOLVER_SECTION)}
-            probs = _name_copies(diff(body, fresh, unchecked_fields(name), texts=(texts, _fresh_texts(fresh))), body)
+            probs = name_copies(diff(body, fresh, unchecked_fields(name), texts=(texts, _fresh_texts(fresh))), body)
             replay_hit = bool(probs) and _budget_hit(fresh)
             # a claim the certifying run left unknown at its time limit may replay proved or refuted under
             # the same limit (Z3's limits are wall-clock): not decided either way, never "edited"
-            stored_hit = bool(probs) and not replay_hit and _only_stopped_claims(body, probs) and _budget_hit(body)
+            stored_hit = bool(probs) and not replay_hit and only_stopped_claims(body, probs) and _budget_hit(body)
             budget = replay_hit or stored_hit
             if replay_hit:
                 probs = [(p, m + " (the replay hit a solver budget — a query's time limit, a claim's box or "

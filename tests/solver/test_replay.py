@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from softhard.bounds import store
 from softhard.constructions.errors import CertificateError
 from softhard.constructions.parse import load_spec
 from softhard.solver.certificate import certify
@@ -19,7 +20,9 @@ from softhard.solver.certjson import (MAX_DEPTH, Texts, _same_scalar, _short, ca
 from softhard.solver.cli import main
 from softhard.solver.kinds import verify_certificate
 from softhard.solver.pipeline import build
-from softhard.solver.replay import BUDGET_WORDS, _budget_words, measured_fields
+from softhard.solver import certificate as certificate_module
+from softhard.solver import replay
+from softhard.solver.replay import BUDGET_WORDS, Kind, _budget_words, measured_fields
 from tamper import edits, undetected
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -329,3 +332,50 @@ def test_a_node_numeric_difference_names_the_measured_section(cert, edited):
     copy_is, section_has = (old, old + 1) if edited == "section" else (old + 1, old)
     assert msgs[f"nodes[{i}].numeric.inputs"] == (f"is {copy_is}, but numeric.nodes.{name} (the measured result it "
                                                   f"copies) has {section_has}")
+
+
+def test_the_measured_checks_memo_gives_the_live_report(cert, monkeypatch):
+    """verify memoises the measured checks' outcome per kept replay, keyed by mpmath's precision and
+    the sections they read (``replay._measured``, ISSUE 16).  With it warm, edited copies get the
+    report a verify without it gives: an edit elsewhere (served by the memo) and edits of the
+    fields the checks read (keys of their own) — benchmarks/measured_memo_identity.py compares every
+    edit of a formula, a model and a Tracr certificate."""
+    def edited(fn):
+        c2 = copy.deepcopy(cert)
+        fn(c2)
+        c2["hashes"] = compute_hashes(c2)
+        return c2
+
+    v = next(iter(cert["numeric"]["nodes"]))
+    cases = [edited(lambda c: c["claims"][0].update(status="refuted")),
+             edited(lambda c: c.update(composed="edited")),
+             edited(lambda c: c["numeric"]["nodes"][v].update(ratio=0.5)),
+             edited(lambda c: c["search"]["per_bound"][0].update(rounds=7)),
+             edited(lambda c: c["search"]["per_bound"][0].pop("rounds")),
+             edited(lambda c: c["range"].update(n_max=c["range"]["n_max"] + 1))]
+
+    runs = []
+    kind = certificate_module.FORMULA
+
+    def counted(c, ctx, rep):
+        runs.append(1)
+        return kind.check_measured(c, ctx, rep)
+    monkeypatch.setattr(certificate_module, "FORMULA", Kind(kind.name, kind.inputs, kind.replay, counted))
+
+    def reports():  # the live path (verify --no-cache: no replay artefact read), from an empty replay memo
+        replay.clear_replay_cache()
+        runs.clear()
+        store.set_disk_cache(False)
+        try:
+            out = [verify_certificate(cert)] + [verify_certificate(c2) for c2 in cases]
+        finally:
+            store.set_disk_cache(None)
+        return [(r.ok, r.problems, r.checked, r.exit_code, r.undecided, r.status) for r in out], len(runs)
+
+    with_memo, served = reports()
+    assert with_memo[0][0] and not any(r[0] for r in with_memo[1:])
+    monkeypatch.setattr(replay, "_MEASURED_CACHE", 0)
+    without, every = reports()
+    assert without == with_memo
+    assert served == every - 2  # the claims and composed edits: the genuine certificate's checks, memoised
+    replay.clear_replay_cache()

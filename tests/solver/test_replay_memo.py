@@ -301,15 +301,31 @@ def _run(argv: list[str], env: dict) -> tuple[int, list[str], dict | None]:
     return last["rc"], last["modules"], report
 
 
-def test_a_warm_artefact_verify_loads_no_sympy_networkx_numpy(tmp_path):
-    env = {**os.environ, "SOFTHARD_CACHE_DIR": str(tmp_path / "cache")}
+#: the command line's certify of the subprocess tests below (tomita4, T, n_max 64, no numeric section)
+CERTIFY = ["certify", "examples/tomita4.ltl", "--regime", "T", "--n-max", "64", "--eta", "1/4", "--json",
+           "--no-numeric", "-o"]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A cache directory of its own in which a fresh interpreter certified ``a.json`` (CERTIFY) and
+    verified it live, recording the artefact of its inputs: ``(directory, env, certify's exit status,
+    (the live verify's exit status, modules, report))``.  Shared by the two tests below, which began
+    with the same certify and live verify in a directory each (ISSUE 16: two interpreters fewer);
+    neither test's later steps change what the other reads (an invalid certificate records nothing;
+    a new certificate's verify served by the artefact records nothing either)."""
+    d = tmp_path_factory.mktemp("recorded")
+    env = {**os.environ, "SOFTHARD_CACHE_DIR": str(d / "cache")}
     env.pop("SOFTHARD_CACHE", None)
-    cert = tmp_path / "t4.json"
-    rc, _, _ = _run(["certify", "examples/tomita4.ltl", "--regime", "T", "--n-max", "64", "--eta", "1/4",
-                     "-o", str(cert), "--json", "--no-numeric"], env)
-    assert rc == 0
-    rc, modules, report = _run(["verify", str(cert), "--json"], env)  # live: records the artefact
-    assert rc == 0 and report["valid"] and replay.LIVE_CHECKED in report["checked"]
+    made = _run(CERTIFY + [str(d / "a.json")], env)[0]
+    return d, env, made, _run(["verify", str(d / "a.json"), "--json"], env)  # live: records the artefact
+
+
+def test_a_warm_artefact_verify_loads_no_sympy_networkx_numpy(recorded):
+    d, env, made, (rc, modules, report) = recorded
+    cert = d / "a.json"
+    assert made == 0
+    assert rc == 0 and report["valid"] and replay.LIVE_CHECKED in report["checked"]  # the live verify
     assert {"sympy", "networkx", "numpy", "softhard.solver.certificate"} <= set(modules)
     rc, modules, report = _run(["verify", str(cert), "--json"], env)
     assert rc == 0 and report["valid"] and replay.ARTEFACT_CHECKED in report["checked"]
@@ -327,23 +343,19 @@ def test_a_warm_artefact_verify_loads_no_sympy_networkx_numpy(tmp_path):
     bad = json.loads(cert.read_text())
     bad["claims"][0]["status"] = "refuted"
     bad["hashes"] = compute_hashes(bad)
-    (tmp_path / "bad.json").write_text(json.dumps(bad))
-    rc, _, report = _run(["verify", str(tmp_path / "bad.json"), "--json"], env)
+    (d / "bad.json").write_text(json.dumps(bad))
+    rc, _, report = _run(["verify", str(d / "bad.json"), "--json"], env)
     assert rc == 2 and not report["valid"] and report["problems"][0]["field"] == "claims[0].status"
 
 
-def test_a_fresh_certificate_verifies_without_a_schema_validator(tmp_path):
+def test_a_fresh_certificate_verifies_without_a_schema_validator(recorded):
     """certify checks its own output against the schema and remembers it valid
     (replay.check_new_certificate): the verify of a certificate just made — a new ``created`` time,
     so a text never verified — loads no jsonschema once the artefact of its inputs is warm."""
-    env = {**os.environ, "SOFTHARD_CACHE_DIR": str(tmp_path / "cache")}
-    env.pop("SOFTHARD_CACHE", None)
-    argv = ["certify", "examples/tomita4.ltl", "--regime", "T", "--n-max", "64", "--eta", "1/4", "--json",
-            "--no-numeric", "-o"]
-    assert _run(argv + [str(tmp_path / "a.json")], env)[0] == 0
-    assert _run(["verify", str(tmp_path / "a.json"), "--json"], env)[0] == 0  # live: records the artefact
-    assert _run(argv + [str(tmp_path / "b.json")], env)[0] == 0
-    rc, modules, report = _run(["verify", str(tmp_path / "b.json"), "--json"], env)
+    d, env, made, (rc, _, _) = recorded
+    assert made == 0 and rc == 0  # a.json certified, and verified live: the artefact recorded
+    assert _run(CERTIFY + [str(d / "b.json")], env)[0] == 0
+    rc, modules, report = _run(["verify", str(d / "b.json"), "--json"], env)
     assert rc == 0 and report["valid"] and replay.ARTEFACT_CHECKED in report["checked"]
     assert "jsonschema" not in {m.split(".")[0] for m in modules}
 
