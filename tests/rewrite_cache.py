@@ -16,24 +16,40 @@ before.
 
 from __future__ import annotations
 
+import fnmatch
+import os
 from pathlib import Path
 
 from _pytest.pathlib import fnmatch_ex  # pytest's own matcher, as its rewriting hook uses it
 
 
+def _walk(top: Path, skip: list[str]) -> list[Path]:
+    """The ``.py`` files under ``top``, not descending into what pytest does not collect from:
+    directories matching ``norecursedirs`` (hidden ones, ``build``, ``venv``… by default) and
+    virtual environments (a ``pyvenv.cfg``)."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = sorted(d for d in dirnames if not any(fnmatch.fnmatch(d, p) for p in skip)
+                             and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg")))
+        found += [Path(dirpath, f) for f in sorted(filenames) if f.endswith(".py")]
+    return found
+
+
 def _targets(config) -> list[Path]:
-    """The ``.py`` files under the run's arguments (directories walked, ``::`` selections cut) that
-    pytest's assertion rewriter would rewrite: conftests and files matching ``python_files``.
+    """The ``.py`` files under the run's arguments (directories walked as :func:`_walk`, ``::``
+    selections cut) that pytest's assertion rewriter would rewrite: conftests and files matching
+    ``python_files``.
 
     :returns: absolute paths, sorted, without duplicates.
     """
     patterns = config.getini("python_files")
+    skip = config.getini("norecursedirs")
     root = Path(str(config.rootpath))
     found = set()
     for arg in config.args or [str(root)]:
         path = Path(arg.split("::")[0])
         path = (path if path.is_absolute() else Path(str(config.invocation_params.dir)) / path).resolve()
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path] if path.suffix == ".py" else []
+        files = _walk(path, skip) if path.is_dir() else [path] if path.suffix == ".py" else []
         # the conftests above a selected file or directory, up to the rootdir, are imported too
         parent = path if path.is_dir() else path.parent
         while parent == root or root in parent.parents:

@@ -24,6 +24,10 @@ def test_prewritten_pyc_is_pytests_own_rewrite(tmp_path, request, monkeypatch):
     test_file.write_text(SOURCE)
     helper = tmp_path / "helper.py"  # not a test module: pytest does not rewrite it, nor do we
     helper.write_text("X = 1\n")
+    for skipped in (".hidden", "env"):  # pytest collects from neither: not walked
+        (tmp_path / skipped).mkdir()
+        (tmp_path / skipped / "test_skipped.py").write_text(SOURCE)
+    (tmp_path / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     config = request.config
     monkeypatch.setattr(config, "args", [str(tmp_path)])
     assert rewrite_cache._targets(config) == [test_file]
