@@ -20,7 +20,10 @@ import fnmatch
 import os
 from pathlib import Path
 
-from _pytest.pathlib import fnmatch_ex  # pytest's own matcher, as its rewriting hook uses it
+try:  # pytest's own matcher, as its rewriting hook uses it (private: absent, prewrite does nothing)
+    from _pytest.pathlib import fnmatch_ex
+except ImportError:  # pragma: no cover - another pytest
+    fnmatch_ex = None
 
 
 def _walk(top: Path, skip: list[str]) -> list[Path]:
@@ -69,7 +72,7 @@ def prewrite(config) -> int:
     :returns: the number of pycs written (0 under ``--assert=plain`` or if pytest's internals
         moved).
     """
-    if getattr(config.option, "assertmode", None) != "rewrite":
+    if getattr(config.option, "assertmode", None) != "rewrite" or fnmatch_ex is None:
         return 0
     try:
         from _pytest.assertion.rewrite import (PYC_TAIL, _read_pyc, _rewrite_test, _write_pyc,
