@@ -50,7 +50,8 @@ TESTS = str(Path(__file__).resolve().parent)
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 
-from xdist_schedule import ModuleFixtureScheduling  # noqa: E402 — tests/ on sys.path first
+import rewrite_cache  # noqa: E402 — tests/ on sys.path first
+from xdist_schedule import ModuleFixtureScheduling  # noqa: E402
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -63,7 +64,10 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_configure(config):
     """JAX's persistent compilation cache in pytest's cache folder (module docstring), in the
     environment so the xdist workers and subprocesses share it; every computation is cached (JAX's
-    defaults skip those compiled in under 1 s, i.e. all of Tracr's op-by-op ones)."""
+    defaults skip those compiled in under 1 s, i.e. all of Tracr's op-by-op ones).  In an xdist
+    controller, first pytest's rewritten test modules, once for every worker (tests/rewrite_cache.py)."""
+    if rewrite_cache.wanted(config):
+        rewrite_cache.prewrite(config)
     cache = getattr(config, "cache", None)
     if cache is None or "JAX_COMPILATION_CACHE_DIR" in os.environ:
         return

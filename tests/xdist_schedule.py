@@ -28,7 +28,7 @@ ONE_WORKER = (
     "tests/solver/test_tracr_lib.py", "tests/solver/test_tracr_certify.py",
     "tests/solver/test_certificate.py", "tests/solver/test_formula_numeric.py", "tests/solver/test_plots.py",
     "tests/solver/test_replay.py", "tests/solver/test_models_certify.py", "tests/solver/test_average_certify.py",
-    "tests/solver/test_schedules.py", "tests/solver/test_verify_cache.py",
+    "tests/solver/test_schedules.py", "tests/solver/test_verify_cache.py", "tests/solver/test_command_imports.py",
 )
 
 #: node id -> seconds (setup + call + teardown) of the tests that took >= 1 s in a full run

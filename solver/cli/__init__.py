@@ -34,6 +34,7 @@ import io
 import json
 import os
 import sys
+import threading
 from importlib import import_module
 from types import ModuleType
 
@@ -94,16 +95,27 @@ def build_parsers(only: str | None = None) -> tuple[Parser, dict[str, Parser]]:
     return ap, parsers
 
 
+#: per thread, :func:`build_parsers`'s result by its ``only`` (a parse changes a parser for its
+#: duration only: argparse's intermixed parse, :class:`~.options.Parser`'s flag)
+_BUILT = threading.local()
+
+
 def _parsers_for(argv: list[str]) -> tuple[Parser, dict[str, Parser]]:
     """:func:`build_parsers` for the command line ``argv``: only the named command's arguments when
     that gives the same parse — the command is the first argument not starting with '-' (the root
     parser's options take no value) and no argument looks like a negative number (then
     :func:`~.options.attach_negative_values` changes nothing, whichever options take a value);
-    every command's otherwise (ISSUE 16: ~10 ms of each command's start-up)."""
+    every command's otherwise (ISSUE 16: ~10 ms of each command's start-up).  Built once per thread
+    and reused by later :func:`main` calls in the same process (5–11 ms each, argparse's gettext
+    look-ups included: in-process callers, the test suite's ~1,000 calls); the parsers keep no state
+    between parses, and the one default that is a list (``tracr compile --args``) is only read."""
     cmd = next((a for a in argv if not a.startswith("-")), None)
-    if cmd in COMMANDS and not any(len(a) > 1 and a[0] == "-" and (a[1].isdigit() or a[1] == ".") for a in argv):
-        return build_parsers(only=cmd)
-    return build_parsers()
+    only = cmd if cmd in COMMANDS and not any(len(a) > 1 and a[0] == "-" and (a[1].isdigit() or a[1] == ".")
+                                              for a in argv) else None
+    built = _BUILT.__dict__
+    if only not in built:
+        built[only] = build_parsers(only=only)
+    return built[only]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -468,3 +468,25 @@ def test_the_named_commands_parser_alone_prints_what_every_parser_prints(argv):
     want = printed(every_parser)
     assert want[0] in (0, 2) and (want[1] or want[2])
     assert printed(lambda: main(list(argv))) == want
+
+
+def test_parsers_are_reused_per_thread_and_parse_as_fresh_ones():
+    """main() builds its parsers once per command and thread (solver/cli ``_parsers_for``); a reused
+    parser parses as a fresh one after other parses (benchmarks/cli_parse_identity.py does so on
+    the fuzz strategy's command lines), and another thread builds its own."""
+    import threading
+
+    from softhard.solver.cli import _parsers_for
+
+    argv = ["tracr", "compile", "p.py:f", "--vocab", "a", "--max-seq-len", "4", "-o", "x"]
+    first = _parsers_for(argv)
+    other_argv = ["tracr", "compile", "q.py:g", "--vocab", "b", "--max-seq-len", "5", "-o", "y", "--args", "1"]
+    assert _parsers_for(other_argv) is first
+    assert vars(first[0].parse_args(other_argv))["args"] == ["1"]
+    again = vars(first[0].parse_args(argv))
+    assert again == vars(build_parsers(only="tracr")[0].parse_args(argv)) and again["args"] == []
+    other = []
+    t = threading.Thread(target=lambda: other.append(_parsers_for(argv)))
+    t.start()
+    t.join()
+    assert other[0] is not first

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: top-level packages a single formula certify or verify never uses
@@ -60,19 +62,28 @@ def test_formula_certify_and_verify_load_only_their_stages(tmp_path):
     assert "jsonschema" not in modules or os.environ.get("SOFTHARD_CACHE") == "0"
 
 
-def test_the_printed_summary_loads_rich_tables(tmp_path):
-    """The other side of the switch above: a certify that prints its summary builds a table."""
+@pytest.fixture(scope="module")
+def printed_certify(tmp_path_factory):
+    """One certify that prints its summary (no ``--json``), in a fresh interpreter, shared by the two
+    tests below: (exit status, modules loaded, the certificate, alone in its directory).  The batch
+    test needs only a certificate of this job; ``--json`` changes what is printed, not what is
+    written, so this run's file serves it (one interpreter instead of two)."""
+    cert = tmp_path_factory.mktemp("printed") / "c" / "t4.json"
+    cert.parent.mkdir()
     rc, modules = _run(["certify", "examples/tomita4.ltl", "--regime", "T", "--n-max", "16", "--eta", "1/4",
-                        "-o", str(tmp_path / "t4.json"), "--no-numeric"])
+                        "-o", str(cert), "--no-numeric"])
+    return rc, modules, cert
+
+
+def test_the_printed_summary_loads_rich_tables(printed_certify):
+    """The other side of the switch above: a certify that prints its summary builds a table."""
+    rc, modules, _ = printed_certify
     assert rc == 0 and "rich.table" in modules
 
 
-def test_a_batch_loads_the_batch_runner(tmp_path):
+def test_a_batch_loads_the_batch_runner(printed_certify):
     """The other side of the same switch: a verify of a directory is a batch and loads the runner."""
-    cert = tmp_path / "c" / "t4.json"
-    cert.parent.mkdir()
-    rc, _ = _run(["certify", "examples/tomita4.ltl", "--regime", "T", "--n-max", "16", "--eta", "1/4",
-                  "-o", str(cert), "--json", "--no-numeric"])
+    rc, _, cert = printed_certify
     assert rc == 0
     rc, modules = _run(["verify", str(cert.parent), "--json"])
     assert rc == 0

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from dask.distributed import LocalCluster
 
 from softhard.constructions import gap_tasks
 from softhard.constructions.gaps import analyse_gaps
@@ -29,7 +28,10 @@ def same(a: dict, b: dict) -> list:
 
 @pytest.fixture(scope="module")
 def loopback():
-    """A 2-worker cluster in this process (threads), talking TCP on 127.0.0.1."""
+    """A 2-worker cluster in this process (threads), talking TCP on 127.0.0.1.  Dask is imported
+    here, not at collection: an xdist worker that runs none of these tests never loads it."""
+    from dask.distributed import LocalCluster
+
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://", host="127.0.0.1",
                       dashboard_address=None) as cl:
         yield cl.scheduler_address
