@@ -16,6 +16,12 @@ def exp_flush(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``exp(x)`` for ``x ≤ 0`` with every ``x < EXP_FLUSH`` (including ``−inf``) mapped to 0."""
     if out is None:
         out = np.empty_like(x)
+    if x.size and x.min() >= EXP_FLUSH:  # nothing to flush (a NaN minimum takes the general path):
+        # max(x, EXP_FLUSH) is x itself and no entry is zeroed — the same values in two passes
+        # instead of five (ISSUE 16, lang12: most calls of a test's short batches)
+        with np.errstate(over="ignore"):
+            np.exp(x, out=out)
+        return out
     low = x < EXP_FLUSH
     np.maximum(x, EXP_FLUSH, out=out)
     with np.errstate(over="ignore"):  # positive arguments only occur where the caller zeroes them

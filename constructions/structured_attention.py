@@ -154,6 +154,11 @@ def _to_blocks(x: np.ndarray, b: int, nb: int, fill: float, out: np.ndarray | No
     return out
 
 
+#: :func:`affine_scan` forms the blocks' running products with one ``multiply.accumulate`` call up
+#: to this many blocks (measured: 4x faster than the row loop at 79 blocks of 64, slower from ~150)
+_ACCUMULATE_MAX_BLOCKS = 128
+
+
 def affine_scan(alpha: np.ndarray, betas: list[np.ndarray]) -> list[np.ndarray]:
     """All ``z_t = alpha_t·z_{t−1} + beta_t`` (``z_{−1} = 0``) in O(m) work, for each ``beta``.
 
@@ -193,14 +198,23 @@ def affine_scan(alpha: np.ndarray, betas: list[np.ndarray]) -> list[np.ndarray]:
         else:
             _to_blocks(beta, b, nb, 0.0, out=Y[j])
     tmp = np.empty((k, nb))
-    # down the rows: y_p += alpha_p·y_{p−1} (one product, one sum), then alpha_p *= alpha_{p−1}
-    # (each block's running product), the rows of every beta at once (Yr[p] = Y[:, p], a (k, nb)
-    # view); the rows come as views by iteration, not by indexing (ISSUE 16: per-call overhead)
+    # down the rows: y_p += alpha_p·y_{p−1} (one product, one sum), the rows of every beta at once
+    # (Yr[p] = Y[:, p], a (k, nb) view); the rows come as views by iteration, not by indexing
+    # (ISSUE 16: per-call overhead)
     Yr = Y.transpose(1, 0, 2)
-    for a0, a, y0, y1 in zip(A[:-1], A[1:], Yr[:-1], Yr[1:]):
-        np.multiply(a, y0, out=tmp)
-        np.add(y1, tmp, out=y1)
-        a *= a0
+    if nb <= _ACCUMULATE_MAX_BLOCKS:
+        for a, y0, y1 in zip(A[1:], Yr[:-1], Yr[1:]):
+            np.multiply(a, y0, out=tmp)
+            np.add(y1, tmp, out=y1)
+        # each block's running product alpha_0·alpha_1···alpha_p in one call: accumulate forms
+        # P_p = P_{p−1}·alpha_p row after row, the product (commutative in IEEE arithmetic) the
+        # loop below forms as alpha_p *= P_{p−1} — the same numbers, a third fewer calls
+        np.multiply.accumulate(A, axis=0, out=A)
+    else:  # many blocks: accumulate walks each column with a stride, slower than the row loop
+        for a0, a, y0, y1 in zip(A[:-1], A[1:], Yr[:-1], Yr[1:]):
+            np.multiply(a, y0, out=tmp)
+            np.add(y1, tmp, out=y1)
+            a *= a0
     zbs = affine_scan(A[b - 1].copy(), [Y[j, b - 1].copy() for j in range(k)])
     Z = np.empty((k, nb))
     for j, zb in enumerate(zbs):
@@ -404,7 +418,9 @@ def _structured_eval_order(st: _Struct, V, mask, rule, inv_tau, soft, rev):
     # here, they are not held through the soft pass (fewer fresh pages per head: ISSUE 16)
     cnt = mem = invalid = am = ok = row = a_acc = V_acc = code_acc = None
     bos_score = st.bos
-    bos_vals = [np.broadcast_to(V[l][:, :1], (B, N)) for l in range(dv)]
+    # (B, 1) views: every use below broadcasts them against (B, N) arrays (the values
+    # np.broadcast_to would give, without its Python overhead)
+    bos_vals = [V[l][:, :1] for l in range(dv)]
     scores = [c[0] for c in cands] + [bos_score]
     smax = bos_score.copy()
     for s in scores[:-1]:
