@@ -353,6 +353,31 @@ def test_dense_result_does_not_depend_on_chunk(mask):
         run_head(head, x, soft=True, inv_tau=3.0, path="dense", chunk=-1)
 
 
+@pytest.mark.parametrize("mask", MASKS)
+def test_dense_batch_rows_are_independent(mask):
+    """The dense path evaluates blocks of batch rows at once (ISSUE 16, dense13): every output of a
+    batch — here 70 rows of 41 positions, two blocks at the default chunk, one at chunk 8 or 1
+    (single query rows: matrix-vector products) — is
+    bit-for-bit the output of its row run alone, for both rules' families and both score paths
+    (k ≤ 2 elementwise, k = 3 matrix product), value dimensions 1 and 2, with ties."""
+    rng = np.random.default_rng(13)
+    B, N, d = 70, 41, 6
+    x = np.round(rng.normal(size=(B, N, d)) * 2) / 2
+    x[:, :, 5] = rng.normal(size=(B, N))
+    for rule, k, dv, chunk in (("AHA", 1, 1, None), ("AHA", 2, 1, 1), ("UHA-rightmost", 3, 2, 8),
+                               ("UHA-leftmost", 2, 1, 8), ("AHA", 3, 2, None), ("AHA", 3, 1, 8)):
+        W_K = np.round(rng.normal(size=(d, k)))
+        W_K[5] = 0.0  # keys from the quantised coordinates only: many tied scores
+        head = Head(name="b", W_Q=np.round(rng.normal(size=(d, k))) + 0.5, W_K=W_K, W_V=rng.normal(size=(d, dv)),
+                    W_O=np.zeros((dv, d)), mask=mask, rule=rule)
+        tr = run_head(head, x, soft=True, inv_tau=2.0, path="dense", chunk=chunk)
+        assert np.any(tr.ties[:, 1:] > 1)
+        for b in (0, 1, 59, 60, 69):
+            one = run_head(head, x[b:b + 1], soft=True, inv_tau=2.0, path="dense", chunk=chunk)
+            for got, want in ((tr.soft, one.soft), (tr.hard, one.hard), (tr.leak, one.leak), (tr.ties, one.ties)):
+                assert np.ascontiguousarray(got[b:b + 1]).tobytes() == np.ascontiguousarray(want).tobytes()
+
+
 # ------------------------------------------------------------------------------------------------
 # accuracy at 1/τ = 10^7: dense reference, exact scores + mpmath reference
 
