@@ -73,8 +73,9 @@ def claim_exprs(bound: TracrBound, eps: dict[str, Fraction]) -> list[tuple[str, 
 
 def _subs(expr: sp.Expr, inv_tau: Fraction) -> sp.Expr:
     """``expr`` at ``τ = 1/inv_tau``: SymPy's ``subs``, through the derivation cache
-    (:func:`softhard.bounds.cache.subs`: the same expression back, ``==`` the live one; a bound's
-    ``Max`` re-evaluation under ``subs`` was ~19% of a Tracr certify, ISSUE 16)."""
+    (:func:`softhard.bounds.cache.subs`: an expression ``==`` the live one, with the same ``srepr``).
+    SymPy re-evaluates a bound's ``Max`` on each new substitution (~17% of a Tracr certify + verify);
+    the disk layer serves a later process (a ``verify`` after ``certify``) without it (ISSUE 16)."""
     return cached_subs(expr, {tau: sp.Rational(inv_tau.denominator, inv_tau.numerator)})
 
 
