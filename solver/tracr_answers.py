@@ -33,6 +33,7 @@ import flint
 import mpmath
 import sympy as sp
 
+from ..bounds.cache import subs as cached_subs
 from ..bounds.core import n as n_sym
 from ..bounds.core import tau
 from ..bounds.derive import evaluate, required_inv_tau
@@ -71,7 +72,11 @@ def claim_exprs(bound: TracrBound, eps: dict[str, Fraction]) -> list[tuple[str, 
 
 
 def _subs(expr: sp.Expr, inv_tau: Fraction) -> sp.Expr:
-    return sp.sympify(expr).subs(tau, sp.Rational(inv_tau.denominator, inv_tau.numerator))
+    """``expr`` at ``τ = 1/inv_tau``: SymPy's ``subs``, through the derivation cache
+    (:func:`softhard.bounds.cache.subs`: an expression ``==`` the live one, with the same ``srepr``).
+    SymPy re-evaluates a bound's ``Max`` on each new substitution (~17% of a Tracr certify + verify);
+    the disk layer serves a later process (a ``verify`` after ``certify``) without it (ISSUE 16)."""
+    return cached_subs(expr, {tau: sp.Rational(inv_tau.denominator, inv_tau.numerator)})
 
 
 @dataclass
