@@ -2,7 +2,7 @@
 
 pytest rewrites the ``assert`` statements of every test module and conftest it imports (parse,
 rewrite the AST, compile) and caches the result as a pyc in ``__pycache__`` (``*-pytest-*.pyc``,
-hash-based: valid across checkouts) — except when ``PYTHONDONTWRITEBYTECODE`` is set, as in this
+hash-based in the pytest releases that check a cached pyc against the source's hash) — except when ``PYTHONDONTWRITEBYTECODE`` is set, as in this
 project's sandboxes and so in ``.ci/run``.  Then each xdist worker rewrites all ~80 test modules
 again while collecting: ~2 s of CPU per worker (benchmarks/README.md, ISSUE 16, branch ``cli12``).
 :func:`prewrite` does it once in the controller, before the workers start, with pytest's own
@@ -10,8 +10,11 @@ functions, so the pycs are the ones a worker would write itself (pytest reads a 
 or not it may write one, and checks it against the source's hash).
 
 It only caches: a file pytest would not rewrite is skipped, and a pytest whose internals moved
-(these are private functions) makes :func:`prewrite` do nothing — each worker then rewrites as
-before.
+(these are private functions: any error of theirs) makes :func:`prewrite` do nothing — each worker
+then rewrites as before.  A pytest whose pycs are not hash-based (older releases validate them by
+the source's mtime and size only, so an edit of the same size within one second would run the old
+module) gets no pyc from here: the first pyc written is read back and, if its header does not say
+"hash-based, checked", removed, and nothing more is written.
 """
 
 from __future__ import annotations
@@ -81,17 +84,39 @@ def prewrite(config) -> int:
         state = config.stash[assertstate_key]
     except (ImportError, KeyError):  # pragma: no cover - another pytest: the workers rewrite
         return 0
+    try:
+        return _prewrite_all(config, state, PYC_TAIL, _read_pyc, _rewrite_test, _write_pyc, get_cache_dir)
+    except Exception:  # noqa: BLE001 — only a cache: whatever pytest's internals do, the workers rewrite
+        return 0
+
+
+#: a pyc's flags word (PEP 552) for "hash-based, checked against the source": the only pycs written here
+HASH_CHECKED = b"\x03\x00\x00\x00"
+
+
+def _prewrite_all(config, state, pyc_tail, read_pyc, rewrite_test, write_pyc, cache_dir) -> int:
+    """:func:`prewrite`'s loop, with pytest's private functions passed in.  A file pytest cannot
+    rewrite (unreadable, a syntax error, an AST too deep) is skipped: its worker reports it, as
+    without this cache.  Stops (removing the pyc it just wrote) at the first pyc whose header is
+    not :data:`HASH_CHECKED`."""
     written = 0
     for fn in _targets(config):
-        pyc = get_cache_dir(fn) / (fn.name[:-3] + PYC_TAIL)
-        if _read_pyc(fn, pyc) is not None:
+        pyc = cache_dir(fn) / (fn.name[:-3] + pyc_tail)
+        if read_pyc(fn, pyc) is not None:
             continue
         try:
             pyc.parent.mkdir(exist_ok=True)
-            source_hash, co = _rewrite_test(fn, config)
-        except (OSError, SyntaxError):  # the worker reports it, as without this cache
+            source_hash, co = rewrite_test(fn, config)
+        except Exception:  # noqa: BLE001 — OSError, SyntaxError, RecursionError, …
             continue
-        written += bool(_write_pyc(state, co, source_hash, pyc))
+        if not write_pyc(state, co, source_hash, pyc):
+            continue
+        with open(pyc, "rb") as f:
+            header = f.read(8)
+        if header[4:8] != HASH_CHECKED:  # an mtime-checked pyc: could serve an edited module's old code
+            pyc.unlink()
+            return written
+        written += 1
     return written
 
 

@@ -4,6 +4,9 @@ rewrites are written."""
 
 from __future__ import annotations
 
+import importlib.util
+import marshal
+
 import rewrite_cache
 from _pytest.assertion.rewrite import PYC_TAIL, _read_pyc, _rewrite_test, get_cache_dir
 
@@ -54,3 +57,32 @@ def test_only_an_xdist_controller_prewrites(request, monkeypatch):
     monkeypatch.delattr(config, "workerinput")
     monkeypatch.setattr(config.option, "numprocesses", 0)
     assert not rewrite_cache.wanted(config)
+
+
+def _mtime_pyc(state, co, source_hash, pyc):  # noqa: ARG001 — pytest's _write_pyc signature
+    """A pyc as an mtime-checked pytest writes it (flags word 0: validated by mtime and size)."""
+    pyc.write_bytes(importlib.util.MAGIC_NUMBER + b"\0\0\0\0" + b"\0" * 8 + marshal.dumps(co))
+    return True
+
+
+def test_an_mtime_checked_pyc_is_removed_and_nothing_more_written(tmp_path, request, monkeypatch):
+    for name in ("test_a.py", "test_b.py"):
+        (tmp_path / name).write_text(SOURCE)
+    config = request.config
+    monkeypatch.setattr(config, "args", [str(tmp_path)])
+    written = rewrite_cache._prewrite_all(config, None, PYC_TAIL, _read_pyc, _rewrite_test, _mtime_pyc,
+                                          get_cache_dir)
+    assert written == 0
+    assert list(get_cache_dir(tmp_path / "test_a.py").glob("*" + PYC_TAIL)) == []
+
+
+def test_a_module_pytest_cannot_rewrite_is_skipped(tmp_path, request, monkeypatch):
+    deep = tmp_path / "test_deep.py"
+    deep.write_text("X = " + "+".join(["1"] * 20000) + "\n")  # RecursionError in the AST, not SyntaxError
+    ok = tmp_path / "test_ok.py"
+    ok.write_text(SOURCE)
+    config = request.config
+    monkeypatch.setattr(config, "args", [str(tmp_path)])
+    assert rewrite_cache.prewrite(config) == 1  # test_ok's; test_deep left to its worker's error
+    assert _read_pyc(ok, get_cache_dir(ok) / ("test_ok" + PYC_TAIL)) is not None
+    assert not (get_cache_dir(deep) / ("test_deep" + PYC_TAIL)).exists()
