@@ -319,7 +319,7 @@ def check_nodes(num: dict, c: Construction, rep: VerifyReport) -> None:
                 exp_ratio is not None and abs(exp_ratio - s["ratio"]) > 1e-9 * max(1.0, abs(exp_ratio))):
             rep.add(f"numeric.nodes.{v}.ratio", f"stored {s['ratio']!r} but worst_observed/bound_there = {exp_ratio!r}")
         if s["family"] not in fams:
-            rep.add(f"numeric.nodes.{v}.family", f"{s['family']!r} is not a family of the run ({', '.join(fams)})")
+            rep.add(f"numeric.nodes.{v}.family", f"{s['family']!r} is not a family of the run ({', '.join(sorted(fams))})")
         mr = s["max_ratio_by_family"]
         if not set(mr) <= set(fams):
             rep.add(f"numeric.nodes.{v}.max_ratio_by_family", f"names families the run does not have "

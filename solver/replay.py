@@ -23,6 +23,7 @@ as their consistency checks go.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 import sys
 import time
@@ -186,9 +187,12 @@ def _measured(kind: Kind, cert: dict, fresh: dict, ctx: object, log: list, texts
     """A live replay with the kind's measured checks of ``cert`` (their problems and ``checked``
     lines; malformed measured fields are one problem, anything else raised propagates as before),
     and the oracle transcript of both.  For a replay kept in :data:`_REPLAYS` their outcome is
-    memoised (:data:`_MEASURED_RUNS`) by mpmath's precision and the text of the sections they read
-    (:data:`MEASURED_READS`, from ``texts``: ``cert``'s :class:`~.certjson.Texts`): edited copies of
-    one certificate that differ elsewhere share one run (ISSUE 16)."""
+    memoised (:data:`_MEASURED_RUNS`) by ``kind.check_measured`` itself and the SHA-256 of mpmath's
+    precision and the text of the sections they read (:data:`MEASURED_READS`, from ``texts``:
+    ``cert``'s :class:`~.certjson.Texts`): edited copies of
+    one certificate that differ elsewhere share one run (ISSUE 16).  The key text is canonical
+    (sorted keys): a copy whose sections differ only in key order gets the first copy's outcome —
+    the same problems (the checks name sets in sorted order), listed in that copy's order."""
     memo = view = None
     if texts is not None and any(r[0] is fresh for r in _REPLAYS.values()):
         known = _MEASURED_RUNS.get(id(fresh))
@@ -198,8 +202,11 @@ def _measured(kind: Kind, cert: dict, fresh: dict, ctx: object, log: list, texts
         with working_precision():
             prec = sys.modules["mpmath"].mp.prec if "mpmath" in sys.modules else None
         with contextlib.suppress(TypeError, ValueError, RecursionError):  # (serialised by the hashes already)
-            view = canonical(prec) + b"".join(b"," + canonical(k) + b":" + assembled_text(cert[k], texts, 0)
+            text = canonical(prec) + b"".join(b"," + canonical(k) + b":" + assembled_text(cert[k], texts, 0)
                                               for k in MEASURED_READS if k in cert)
+            # the very check function too (a Kind of the same name with another check shares no
+            # entry); the text as its SHA-256 (an entry's key: 32 bytes, not the sections' size)
+            view = (kind.check_measured, hashlib.sha256(text).digest())
         if view in memo:
             was = memo[view]
             return Replayed(fresh=fresh, problems=list(was.problems), checked=list(was.checked),
@@ -369,8 +376,9 @@ _BUDGET_HITS: dict[int, tuple[dict, bool]] = {}
 #: the top-level sections the measured checks (:attr:`Kind.check_measured`) read: formula and model
 #: ``kind``, ``numeric``, ``range``, ``construction.inv_tau``, ``search``; Tracr ``numeric``, ``source``
 MEASURED_READS = ("kind", "source", "construction", "range", "search", "numeric")
-#: id of a replay's certificate in _REPLAYS -> (it, {precision + MEASURED_READS text: a Replayed}) (:func:`_measured`)
-_MEASURED_RUNS: dict[int, tuple[dict, dict[bytes, Replayed]]] = {}
+#: id of a replay's certificate in _REPLAYS -> (it, {(check_measured, SHA-256 of precision + MEASURED_READS
+#: text): a Replayed}) (:func:`_measured`)
+_MEASURED_RUNS: dict[int, tuple[dict, dict[tuple[Callable | None, bytes], Replayed]]] = {}
 _MEASURED_CACHE = 4096
 
 

@@ -379,3 +379,26 @@ def test_the_measured_checks_memo_gives_the_live_report(cert, monkeypatch):
     assert without == with_memo
     assert served == every - 2  # the claims and composed edits: the genuine certificate's checks, memoised
     replay.clear_replay_cache()
+
+
+def test_the_measured_memo_is_per_check_function(cert):
+    """A Kind of the same name with another ``check_measured`` gets its own checks' outcome, not
+    the memoised one of the registered kind (review13 F3): a check that always adds a problem
+    fails the certificate with the memo warm, as it does from an empty memo."""
+    kind = certificate_module.FORMULA
+
+    def strict(c, ctx, rep):  # noqa: ARG001 — check_measured's signature
+        rep.add("numeric", "strict check: always fails")
+    other = {"formula": Kind(kind.name, kind.inputs, kind.replay, strict)}
+    store.set_disk_cache(False)
+    try:
+        replay.clear_replay_cache()
+        assert replay.verify(cert, {"formula": kind}).ok
+        warm = replay.verify(cert, other)
+        replay.clear_replay_cache()
+        cold = replay.verify(cert, other)
+    finally:
+        store.set_disk_cache(None)
+        replay.clear_replay_cache()
+    assert ("numeric", "strict check: always fails") in cold.problems and not cold.ok
+    assert warm.problems == cold.problems and not warm.ok
