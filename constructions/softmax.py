@@ -13,14 +13,24 @@ EXP_FLUSH = -705.0
 
 
 def exp_flush(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``exp(x)`` for ``x ≤ 0`` with every ``x < EXP_FLUSH`` (including ``−inf``) mapped to 0."""
+    """``exp(x)`` for ``x ≤ 0`` with every ``x < EXP_FLUSH`` (including ``−inf``) mapped to 0.
+
+    :param x: float array, any shape and layout (float64 in the engine).
+    :param out: where to write (``x`` itself for in place); a new array of ``x``'s shape if None.
+    :returns: ``out``.  The values are those of ``np.exp`` applied to ``max(x, EXP_FLUSH)`` held in
+        ``out``, then zeroed where ``x < EXP_FLUSH`` — whichever path runs (tests/constructions/
+        test_engine.py checks the no-flush path against that reference for several layouts)."""
     if out is None:
         out = np.empty_like(x)
     if x.size and x.min() >= EXP_FLUSH:  # nothing to flush (a NaN minimum takes the general path):
         # max(x, EXP_FLUSH) is x itself and no entry is zeroed — the same values in two passes
-        # instead of five (ISSUE 16, lang12: most calls of a test's short batches)
+        # instead of five (ISSUE 16, lang12: most calls of a test's short batches).  exp runs on
+        # ``out`` as the general path's does: NumPy picks its exp loop by the operand's layout, and
+        # on a strided or reversed ``x`` another loop can round differently (1 ulp; review13 F8)
+        if out is not x:
+            np.copyto(out, x)
         with np.errstate(over="ignore"):
-            np.exp(x, out=out)
+            np.exp(out, out=out)
         return out
     low = x < EXP_FLUSH
     np.maximum(x, EXP_FLUSH, out=out)

@@ -30,6 +30,7 @@ import json
 import math
 import random
 import re
+import threading
 from fractions import Fraction
 from itertools import product
 from pathlib import Path
@@ -313,6 +314,12 @@ def load_function(spec: str):
     return fn
 
 
+#: :func:`lean_haiku_init`'s threads: how many are inside, and Tracr's Haiku module while swapped
+_LEAN_LOCK = threading.Lock()
+_lean_depth = 0
+_lean_real: Any = None
+
+
 class _LeanHaiku:
     """Haiku as Tracr's assembler sees it inside :func:`lean_haiku_init`: every attribute is
     Haiku's but ``transform``, whose ``init`` is jitted and creates the parameters of the modules
@@ -328,7 +335,11 @@ class _LeanHaiku:
         hk = self._hk
 
         def creator(next_creator, shape, dtype, init, context):
-            if "transformer" in context.module_name:  # the parameters Tracr zeroes (module docstring)
+            # the parameters Tracr zeroes (module docstring).  Constant draws no key from Haiku's
+            # RNG sequence: a random parameter created after one of these would get other values than
+            # in Tracr's init — none exists today (the embeddings are Constant-initialised), and
+            # test_lean_haiku_init_is_tracrs compares all parameters' bytes
+            if "transformer" in context.module_name:
                 init = hk.initializers.Constant(0.0)
             return next_creator(shape, dtype, init)
 
@@ -356,18 +367,28 @@ def lean_haiku_init():
     is one ``jax.jit`` (XLA drops the unused forward pass) and those overwritten parameters are
     created as zeros: the same parameters, shapes, dtypes and embedding values bit for bit (the 13
     programs of tests/tracr_lib.py, benchmarks/README.md, ISSUE 16 twelfth pass; tested in
-    tests/solver/test_tracr_lib.py), at about half the compile's CPU.  Not thread-safe (a module
-    attribute is swapped).  Needs the ``[tracr]`` extra."""
+    tests/solver/test_tracr_lib.py), at about half the compile's CPU.  Threads: the swap is made by
+    the first thread to enter and undone by the last to leave (a lock and a count), so overlapping
+    uses in any order leave Tracr as it was; while one is inside, a Tracr compile in another thread
+    (this context or not) gets the lean init too — the same parameters.  Needs the ``[tracr]``
+    extra."""
+    global _lean_depth, _lean_real
     assemble = tracr_module("tracr.compiler.assemble")
     import haiku
     import jax
 
-    real = assemble.hk
-    assemble.hk = _LeanHaiku(haiku, jax)
+    with _LEAN_LOCK:
+        if _lean_depth == 0:
+            _lean_real = assemble.hk
+            assemble.hk = _LeanHaiku(haiku, jax)
+        _lean_depth += 1
     try:
         yield
     finally:
-        assemble.hk = real
+        with _LEAN_LOCK:
+            _lean_depth -= 1
+            if _lean_depth == 0:
+                assemble.hk, _lean_real = _lean_real, None
 
 
 def compile_program(spec: str, vocab: Sequence, max_seq_len: int, args: Sequence[str] = (), *,

@@ -8,6 +8,7 @@ import math
 import re
 import subprocess
 import sys
+import threading
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 
 from rich.console import Console
 
-from softhard.solver.cli import build_parsers, main
+from softhard.solver.cli import _parsers_for, build_parsers, main
 from softhard.solver.cli.handlers.certificates import print_float64_premise
 from softhard.solver.cli.options import attach_negative_values, value_options
 
@@ -474,10 +475,6 @@ def test_parsers_are_reused_per_thread_and_parse_as_fresh_ones():
     """main() builds its parsers once per command and thread (solver/cli ``_parsers_for``); a reused
     parser parses as a fresh one after other parses (benchmarks/cli_parse_identity.py does so on
     the fuzz strategy's command lines), and another thread builds its own."""
-    import threading
-
-    from softhard.solver.cli import _parsers_for
-
     argv = ["tracr", "compile", "p.py:f", "--vocab", "a", "--max-seq-len", "4", "-o", "x"]
     first = _parsers_for(argv)
     other_argv = ["tracr", "compile", "q.py:g", "--vocab", "b", "--max-seq-len", "5", "-o", "y", "--args", "1"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import threading
 from fractions import Fraction
 
 import numpy as np
@@ -21,8 +22,8 @@ import pytest
 from tracr_lib import LIB, cli_args
 
 from softhard.constructions.exact import ExactEngine
-from softhard.constructions.tracr_compile import (compile_program, compiled_runner, parse_call_args, parse_vocab,
-                                                  write_export)
+from softhard.constructions.tracr_compile import (compile_program, compiled_runner, lean_haiku_init, parse_call_args,
+                                                  parse_vocab, write_export)
 from softhard.constructions.tracr_load import from_assembled, load_tracr
 from softhard.solver.cli import main
 from softhard.solver.kinds import verify_certificate
@@ -198,3 +199,34 @@ def test_cli_compile_certify_verify(compiled, tmp_path, capsys):
     capsys.readouterr()
     assert main(["tracr", "compile", "no_such_module:f", "--vocab", "a", "--max-seq-len", "2", "-o", str(tmp_path)]) == 2
     assert "cannot import no_such_module" in capsys.readouterr().err
+
+
+def test_lean_haiku_init_overlapping_threads_restore_tracr():
+    """Two threads inside :func:`~softhard.constructions.tracr_compile.lean_haiku_init`, the first
+    to enter leaving first (A in, B in, A out, B out): Tracr sees the lean Haiku while either is
+    inside and its own Haiku module afterwards (review13 F6)."""
+    import haiku
+    import tracr.compiler.assemble as assemble
+
+    order = [threading.Event() for _ in range(4)]  # A in, B in, A may leave, A left
+    seen = {}
+
+    def a():
+        with lean_haiku_init():
+            order[0].set()
+            order[1].wait(10)
+        order[3].set()
+
+    def b():
+        order[0].wait(10)
+        with lean_haiku_init():
+            order[1].set()
+            order[3].wait(10)
+            seen["b inside after a left"] = assemble.hk is not haiku
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert seen == {"b inside after a left": True}
+    assert assemble.hk is haiku
