@@ -11,7 +11,8 @@ or not it may write one, and checks it against the source's hash).
 
 It only caches: a file pytest would not rewrite is skipped, and a pytest whose internals moved
 (these are private functions: any error of theirs) makes :func:`prewrite` do nothing — each worker
-then rewrites as before.  A pytest whose pycs are not hash-based (older releases validate them by
+then rewrites as before.  It writes them with ``PYTHONDONTWRITEBYTECODE`` set (that is its point:
+pytest's own pycs in ``__pycache__``, as a run without the variable leaves them).  A pytest whose pycs are not hash-based (older releases validate them by
 the source's mtime and size only, so an edit of the same size within one second would run the old
 module) gets no pyc from here: the first pyc written is read back and, if its header does not say
 "hash-based, checked", removed, and nothing more is written.
