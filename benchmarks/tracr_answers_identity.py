@@ -43,7 +43,13 @@ def main() -> int:
     ap.add_argument("--exports", type=Path, required=True, help="directory of the 13 library exports (written if missing)")
     ap.add_argument("--only", nargs="*", help="model names (default: all)")
     args = ap.parse_args()
-    os.environ["SOFTHARD_CACHE_DIR"] = tempfile.mkdtemp(prefix="tracr_answers_identity_")
+    with tempfile.TemporaryDirectory(prefix="tracr_answers_identity_") as scratch:  # removed at the end
+        return run(args, Path(scratch))
+
+
+def run(args, scratch: Path) -> int:
+    """The comparison of :func:`main`, every derivation cache under ``scratch``."""
+    os.environ["SOFTHARD_CACHE_DIR"] = str(scratch / "first")
     os.environ.pop("SOFTHARD_CACHE", None)
 
     import sympy as sp
@@ -84,7 +90,7 @@ def main() -> int:
         certs = {}
         for way in ("live", "cold", "warm"):
             if way == "cold":  # a fresh disk layer per model
-                os.environ["SOFTHARD_CACHE_DIR"] = tempfile.mkdtemp(prefix="tracr_answers_identity_")
+                os.environ["SOFTHARD_CACHE_DIR"] = str(scratch / f"cold-{name}")
             cache._exprs.clear()  # the in-process layers: warm decodes every substitution from disk
             store._memory.clear()
             ta._subs = live if way == "live" else checked

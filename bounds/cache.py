@@ -25,6 +25,7 @@ import dataclasses
 from typing import Callable
 
 import sympy as sp
+from sympy.core.parameters import global_parameters
 
 from .core import Bound
 from .fastfn import Unsupported, compile_tree
@@ -117,18 +118,21 @@ def text_of(kind: str, expr, extra, compute: Callable[[], str]) -> str:
     the SMT-LIB2 text of a claim's box query; computed live when the expression has no tree."""
     try:
         inputs = [encode_expr(expr), extra]
-    except Unencodable:
+    except (Unencodable, ValueError):  # (ValueError: an integer past str()'s digit limit)
         return compute()
     return cached_text(kind, inputs, compute)
 
 
 def subs(expr, values: dict):
-    """``sympify(expr).subs(values)``, cached: ``values`` maps symbols to exact numbers."""
+    """``sympify(expr).subs(values)``, cached: ``values`` maps symbols to exact numbers.  Live (not
+    cached) when the expression or a value cannot be encoded, or under ``sympy.evaluate(False)``."""
     expr = sp.sympify(expr)
+    if not global_parameters.evaluate:  # under sympy.evaluate(False) a live subs builds other trees
+        return expr.subs(values)
     try:
         inputs = [encode_expr(expr), sorted([encode_expr(k), encode_expr(sp.sympify(v))] for k, v in values.items())]
-    except Unencodable:
-        return expr.subs(values)
+    except (Unencodable, TypeError, ValueError):  # (also: same-named symbols of other assumptions
+        return expr.subs(values)                  # sort as dicts; an integer past str()'s digit limit)
     key = entry_key("subs", inputs)
     if key in _exprs:
         return _exprs[key]
@@ -142,7 +146,7 @@ def subs(expr, values: dict):
     out = expr.subs(values)
     try:
         enc = encode_expr(out)
-    except Unencodable:
+    except (Unencodable, ValueError):
         return out
     save(key, enc)
     _exprs[key] = out

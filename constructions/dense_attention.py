@@ -1,5 +1,6 @@
 """The dense attention path: scores ``Q Kᵀ`` for a block of batch rows × a chunk of queries at a
-time against only the keys the mask can reach, memory ``O(max(chunk · n, 2^16))`` scores; the
+time against only the keys the mask can reach, memory besides the outputs ``O(max(chunk · n,
+n · (2k + dv), 2^16))`` floats (a block's scores and its rows' copies of Q, K, V); the
 result does not depend on ``chunk`` (nor on how many batch rows share a block).  It is the
 reference the structured path (:mod:`softhard.constructions.structured_attention`) is tested
 against, and the fallback of :func:`softhard.constructions.engine.run_head`.
@@ -34,10 +35,12 @@ def _auto_chunk(N: int) -> int:
 BATCH_SCORES = 1 << 16
 
 
-def _block_rows(C: int, N: int) -> int:
-    """Batch rows per block: as many as keep ``rows · min(C, N) · N`` within ``2^16`` scores, at
-    least 1 — a block is never larger than one row's chunk was (≤ ``max(2^16, min(C, N)·N)``)."""
-    return max(1, BATCH_SCORES // max(1, min(C, N) * N))
+def _block_rows(C: int, N: int, width: int) -> int:
+    """Batch rows per block: as many as keep ``rows · N · max(min(C, N), width)`` within ``2^16``
+    floats, at least 1 — both a block's scores (``min(C, N)·N`` per row) and its rows' copies of
+    Q, K, V (``N·width`` per row, ``width = 2k + dv``) — so a block holds no more than one row's
+    chunk and copies did (≤ ``max(2^16, N·max(min(C, N), width))`` of each) (review13b F1)."""
+    return max(1, BATCH_SCORES // max(1, N * max(min(C, N), width)))
 
 
 def _rows(A, b0: int, b1: int) -> np.ndarray:
@@ -51,7 +54,8 @@ def dense_eval(Q, K, V, mask, rule, inv_tau, soft, chunk):
     Per block of batch rows and chunk of query rows ``[c0, c1)``, only the keys the mask can reach
     are scored (past masks: ``j < c1``; future masks: BOS and ``j ≥ c0``), and the mask is applied
     elementwise only to the keys in ``[c0, c1]`` (everything else is visible to every row of the
-    chunk).  A block holds at most ``max(min(chunk, N)·N, 2^16)`` scores (:func:`_block_rows`).
+    chunk).  A block holds at most ``max(min(chunk, N)·N, 2^16)`` scores and its rows' copies of Q,
+    K, V at most ``max(N·(2k + dv), 2^16)`` floats (:func:`_block_rows`).
     Returns ``(soft (dv,B,N) | None, hard (dv,B,N), leak (B,N) | None, ties (B,N))``; raises
     :class:`ParameterError` for a chunk < 1.
     """
@@ -67,7 +71,7 @@ def dense_eval(Q, K, V, mask, rule, inv_tau, soft, chunk):
     past = mask in ("strict_past", "past")
     future = mask in ("strict_future", "future")
     strict = mask in ("strict_past", "strict_future")
-    G = _block_rows(C, N)
+    G = _block_rows(C, N, 2 * k + dv)
     for b0 in range(0, B, G):
         b1 = min(B, b0 + G)
         Qg, Kg, Vg = _rows(Q, b0, b1), _rows(K, b0, b1), _rows(V, b0, b1)  # (g, N, k), (g, N, k), (g, N, dv)

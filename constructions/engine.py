@@ -140,7 +140,7 @@ def run_head(head: Head, x: np.ndarray, *, soft: bool, inv_tau: float | None, pa
     :class:`softhard.constructions.counting.CountingHead` — else structured when the scores allow
     it, else dense), "dense" or "structured" (raises :class:`ParameterError` if the head is not
     structured on this input).  ``chunk``:
-    query rows per dense chunk (memory ``O(chunk·N)``; default about 2^20 scores per chunk); the
+    query rows per dense chunk (memory ``O(chunk·N)`` scores, and blocks as in :mod:`.dense_attention`; default about 2^20 scores per chunk); the
     result does not depend on it.
     """
     if soft:

@@ -192,7 +192,7 @@ def _measured(kind: Kind, cert: dict, fresh: dict, ctx: object, log: list, texts
     ``cert``'s :class:`~.certjson.Texts`): edited copies of
     one certificate that differ elsewhere share one run (ISSUE 16).  The key text is canonical
     (sorted keys): a copy whose sections differ only in key order gets the first copy's outcome —
-    the same problems (the checks name sets in sorted order), listed in that copy's order."""
+    the same problems (the checks name sets in sorted order), listed in the first copy's order."""
     memo = view = None
     if texts is not None and any(r[0] is fresh for r in _REPLAYS.values()):
         known = _MEASURED_RUNS.get(id(fresh))

@@ -263,3 +263,20 @@ def test_the_cache_switch_reads_the_usual_off_words(monkeypatch, value, on):
     monkeypatch.setenv("SOFTHARD_CACHE", value)
     ST.set_disk_cache(None)
     assert ST.disk_cache_enabled() is on
+
+
+def test_subs_falls_back_to_live_where_it_cannot_key(cache_dir):
+    """cache.subs answers as a live ``.subs`` where no key can be built (review13b F2, F3): two
+    same-named symbols of other assumptions in one substitution, an integer past str()'s digit
+    limit, and under ``sympy.evaluate(False)`` (a live subs then leaves the tree unevaluated)."""
+    y, yp = sp.Symbol("y"), sp.Symbol("y", positive=True)
+    assert C.subs(y + yp, {y: 1, yp: 2}) == 3
+    big = sp.Integer(10) ** 5000 * tau
+    assert C.subs(big, {tau: 2}) == 2 * sp.Integer(10) ** 5000
+    x = sp.Symbol("x")
+    e = sp.Max(sp.Rational(10, 9), x / 3) + sp.exp(-x)
+    C.subs(e, {x: 3})  # a cached, evaluated entry first
+    with sp.evaluate(False):
+        live = e.subs({x: 3})
+        got = C.subs(e, {x: 3})
+    assert sp.srepr(got) == sp.srepr(live)

@@ -32,13 +32,14 @@ def test_exp_flush_no_flush_path_is_the_reference(dtype):
     rng = np.random.default_rng(7)
     base = (-rng.random((64, 63)) * 700).astype(dtype)
     base[0, :3] = [-0.0, 0.0, -705.0]
-    views = [base, base[::-1], base[:, ::-1], base[::2, ::3], base.T, base.ravel()[::-1], base[5],
-             np.array(-3.5, dtype), np.empty(0, dtype), np.where(base > -1, np.nan, base)]
-    for v in views:
+    layouts = [lambda a: a, lambda a: a[::-1], lambda a: a[:, ::-1], lambda a: a[::2, ::3], lambda a: a.T,
+               lambda a: a.ravel()[::-1], lambda a: a[5]]
+    others = [np.array(-3.5, dtype), np.empty(0, dtype), np.where(base > -1, np.nan, base)]
+    for v in [f(base) for f in layouts] + others:
         want = _exp_flush_reference(v, np.empty_like(v))
         got = exp_flush(v)
         assert got.dtype == want.dtype and got.shape == want.shape
         assert got.tobytes() == want.tobytes()
-        if v.ndim:
-            inplace = v.copy()
-            assert exp_flush(inplace, out=inplace).tobytes() == _exp_flush_reference(v.copy(), v.copy()).tobytes()
+    for f in layouts:  # in place, on the same layout of a copy (reversed, strided, transposed views too)
+        inplace, ref = f(base.copy()), f(base.copy())
+        assert exp_flush(inplace, out=inplace).tobytes() == _exp_flush_reference(ref.copy(), ref).tobytes()
