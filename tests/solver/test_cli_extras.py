@@ -205,7 +205,7 @@ def test_ctrl_c_on_a_local_cluster_prints_only_our_lines(tmp_path):
     with pytest.raises(ProcessLookupError):  # no worker (or solver child) left in the process group
         while time.monotonic() < deadline:
             os.killpg(p.pid, 0)
-            time.sleep(0.5)
+            time.sleep(0.05)
 
 
 def test_plot_title_of_a_long_range_is_not_clipped(tmp_path):
