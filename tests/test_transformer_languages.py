@@ -96,40 +96,29 @@ def _soft_verdicts(c, words, hard_up_to=10**9):
     out_ix = m.index(m.outputs[0])
     pad = c.spec.alphabet[0] if _padding_inert(c) else None
     res = {}
-    batches = [(n, ws) for n, ws in by_len.items() if n <= MAX_EXHAUSTIVE or not pad]
-    if pad:  # the longer lengths in padded batches of PAD_LENGTHS consecutive lengths, one τ each
+    # (lengths, words): one length each, or (padding inert) PAD_LENGTHS consecutive longer lengths
+    # sharing one τ, padded at the end to the longest
+    batches = [([n], ws) for n, ws in by_len.items() if n <= MAX_EXHAUSTIVE or not pad]
+    if pad:
         rest = sorted(n for n in by_len if n > MAX_EXHAUSTIVE)
         for k in range(0, len(rest), PAD_LENGTHS):
             group = rest[k:k + PAD_LENGTHS]
             if len({sched[n] for n in group}) > 1:
-                batches += [(n, by_len[n]) for n in group]
+                batches += [([n], by_len[n]) for n in group]
             else:
                 batches.append((group, [w for n in group for w in by_len[n]]))
-    for n, ws in batches:
-        if isinstance(n, list):  # a padded batch: each word judged at its own last symbol
-            L, tau, pos = max(n), sched[n[0]], np.array([len(w) for w in ws])
-            tok = m.encode([list(w) + [pad] * (L - len(w)) for w in ws])
-            rows = np.arange(len(ws))
-            if L <= hard_up_to:
-                htr, strace = forward_pair(m, tok, inv_tau=tau)
-                soft, hard = strace.x[rows, pos, out_ix], htr.x[rows, pos, out_ix]
-                assert np.all((hard == 0) | (hard == 1)), "hard transformer output must be exactly Boolean"
-            else:
-                soft = forward(m, tok, mode="soft", inv_tau=tau).x[rows, pos, out_ix]
-                hard = [None] * len(ws)
-            for w, s, h in zip(ws, soft, hard):
-                res[w] = (bool(s > 0.5), None if h is None else bool(h > 0.5), float(s))
-            continue
-        tok = m.encode([list(w) for w in ws])
-        pos = n if c.spec.at == "last" else 1
-        if n <= hard_up_to:
-            htr, strace = forward_pair(m, tok, inv_tau=sched[n])
-            soft, hard = strace.x[:, pos, out_ix], htr.x[:, pos, out_ix]
+    for lengths, ws in batches:
+        L, tau, rows = max(lengths), sched[lengths[0]], np.arange(len(ws))
+        tok = m.encode([list(w) + [pad] * (L - len(w)) for w in ws])
+        pos = np.array([len(w) for w in ws]) if c.spec.at == "last" else 1  # each word at its own last symbol
+        if L <= hard_up_to:
+            htr, strace = forward_pair(m, tok, inv_tau=tau)
+            soft, hard = strace.x[rows, pos, out_ix], htr.x[rows, pos, out_ix]
             assert np.all((hard == 0) | (hard == 1)), "hard transformer output must be exactly Boolean"
-            if n <= MAX_EXHAUSTIVE:
+            if L <= MAX_EXHAUSTIVE:
                 np.testing.assert_array_equal(htr.x, forward(m, tok, mode="hard").x)
         else:
-            soft = forward(m, tok, mode="soft", inv_tau=sched[n]).x[:, pos, out_ix]
+            soft = forward(m, tok, mode="soft", inv_tau=tau).x[rows, pos, out_ix]
             hard = [None] * len(ws)
         for w, s, h in zip(ws, soft, hard):
             res[w] = (bool(s > 0.5), None if h is None else bool(h > 0.5), float(s))
