@@ -129,13 +129,25 @@ def _sigma(h: CanonHead, e: list[LinForm], B: list[Fraction], atoms: list[sp.Exp
 
 
 def _local_mlp(groups, e: list[LinForm], esym: dict) -> dict[str, str]:
-    """The MLP's rule per changed coordinate, in the parent's per-coordinate errors ``e_<label>``."""
-    rules: dict[int, sp.Expr] = {}
+    """The MLP's rule per changed coordinate, in the parent's per-coordinate errors ``e_<label>``:
+    ``e_b`` (when it carries an error) ``+ Σ_g up(c_gb)·Σ_a up(r_ga)·e_a``, the same exact rationals
+    as summing the SymPy terms one by one (a Rational times an Add distributes, like terms
+    combine), each coordinate's sum built once (the one-by-one sums were quadratic in the terms:
+    3.1 s of a 4-coordinate model's certify, ISSUE 16; tests/bounds/test_models_bounds.py)."""
+    rules: dict[int, dict[int, Fraction]] = {}
     for r, coefs in groups:
-        dz = sp.Add(*[up(ra) * esym[a] for a, ra in sorted(r.items())])
+        dz = [(a, Fraction(int(q.p), int(q.q))) for a, ra in sorted(r.items()) if (q := up(ra)) != 0]
         for b, c in coefs.items():
-            rules[b] = rules.get(b, esym[b] if e[b] else sp.Integer(0)) + up(c) * dz
-    return {str(esym[b]): str(v) for b, v in sorted(rules.items())}
+            rule = rules.get(b)
+            if rule is None:
+                rule = rules[b] = {b: Fraction(1)} if e[b] else {}
+            k = up(c)
+            k = Fraction(int(k.p), int(k.q))
+            for a, ra in dz:
+                rule[a] = rule.get(a, Fraction(0)) + k * ra
+    return {str(esym[b]): str(sp.Add(*[sp.Rational(v.numerator, v.denominator) * esym[a]
+                                       for a, v in sorted(rule.items()) if v != 0]))
+            for b, rule in sorted(rules.items())}
 
 
 def _local_head(h: CanonHead, e: list[LinForm], B: list[Fraction], D: list[Fraction], esym: dict,

@@ -84,52 +84,54 @@ def _inv_sqrt_floor(num: int, den: int) -> int:
     return math.isqrt((den << (2 * PREC)) // num)
 
 
-def _fraction_array(r: RArr) -> np.ndarray:
-    return np.vectorize(lambda v: Fraction(int(v), r.den), otypes=[object])(r.num)
-
-
-def _grid(vals: np.ndarray, up: bool) -> RArr:
-    """Object array of Fractions rounded to the grid 2^-PREC (down, or up for radii)."""
-    f = (lambda v: -((-v * (1 << PREC)) // 1)) if up else (lambda v: (v * (1 << PREC)) // 1)
-    num = np.vectorize(lambda v: int(f(v)), otypes=[object])(vals)
-    return normalize(RArr(num, 1 << PREC))
-
-
 def layernorm_ball(x: RArr, xr: RArr | None, ln: LNSpec) -> tuple[RArr, RArr, tuple[Fraction, int, int]]:
     """One layer norm on a ball (module docstring): returns the new centre and radius of the whole
     residual (B, N, d) and ``(v_low, b, i)``, a lower bound on the input variance over every row
-    and a row attaining it.  Exact rational arithmetic throughout."""
+    and the first row (b-major) attaining it.  Exact rational arithmetic throughout, on integer
+    numerators over one denominator per quantity (Python ints in object arrays; a Fraction per
+    entry was 4 s of an 8 s certify of a trained model, ISSUE 16): for row ``(b, i)`` with inputs
+    ``x_k = X_k/D``, ``C_k = (m·X_k − ΣX)/(mD)``, ``v = ΣC_k²/m``, ``s = S/2^P ≤ 1/√(v + eps)``;
+    the centre ``⌊(β_k + γ_k·C_k·s)·2^P⌋/2^P`` and radius
+    ``⌈(|γ_k|·(|C_k|/2^P + lip) + 2^-P)·2^P⌉/2^P`` (tests/constructions/test_layernorm.py checks
+    both against a Fraction-per-entry evaluation)."""
     B, N, d = x.num.shape
-    m = len(ln.coords)
-    X = _fraction_array(RArr(x.num[..., ln.coords], x.den))
-    R = None
-    if xr is not None:
-        R = _fraction_array(RArr(xr.num[..., ln.coords], xr.den)).sum(axis=-1)  # ≥ ℓ2 norm of the input error
-    mu = X.sum(axis=-1) / m
-    C = X - mu[..., None]
-    V = (C * C).sum(axis=-1) / m
-    out_c = np.empty((B, N, m), dtype=object)
-    out_r = np.empty((B, N, m), dtype=object)
-    gam = [abs(g) for g in ln.gamma]
+    m, P = len(ln.coords), 1 << PREC
+    X = _obj(x.num[..., ln.coords])
+    mD = m * x.den  # C = Cn / mD
+    Cn = m * X - X.sum(axis=-1)[..., None]
+    Vn = (Cn * Cn).sum(axis=-1)  # v = Vn / (m·mD²)
+    vden = m * mD * mD
+    eps = Fraction(ln.eps)
+    Rn = None if xr is None else _obj(xr.num[..., ln.coords]).sum(axis=-1)  # R = Rn / xr.den ≥ ℓ2 norm of the input error
+    S = np.empty((B, N), dtype=object)  # s = S / 2^P
+    Ln = np.zeros((B, N), dtype=object)  # lip·2^P = Ln / Ld
+    Ld = 1 if xr is None else xr.den
     vbest = None
     for b in range(B):
         for i in range(N):
-            v = V[b, i]
-            q = v + ln.eps
-            s = Fraction(_inv_sqrt_floor(q.numerator, q.denominator), 1 << PREC)  # s ≤ 1/√q < s + 2^-P
-            lip = Fraction(0)
+            v = Fraction(int(Vn[b, i]), vden)
+            q = v + eps
+            S[b, i] = _inv_sqrt_floor(q.numerator, q.denominator)
             vlow = v
-            if R is not None and R[b, i]:
-                r = R[b, i]
-                slo2 = v / 4 + ln.eps if 4 * r * r <= m * v else ln.eps
-                lip = Fraction(_inv_sqrt_floor(slo2.numerator, slo2.denominator) + 1, 1 << PREC) * r
+            if Rn is not None and Rn[b, i]:
+                r = Fraction(int(Rn[b, i]), Ld)
+                slo2 = v / 4 + eps if 4 * r * r <= m * v else eps
+                Ln[b, i] = (_inv_sqrt_floor(slo2.numerator, slo2.denominator) + 1) * int(Rn[b, i])
                 vlow = max(Fraction(0), v - r * (m * v + 1) / m)
             if vbest is None or vlow < vbest[0]:
                 vbest = (vlow, b, i)
-            for k in range(m):
-                out_c[b, i, k] = ln.beta[k] + ln.gamma[k] * C[b, i, k] * s
-                out_r[b, i, k] = gam[k] * (abs(C[b, i, k]) * Fraction(1, 1 << PREC) + lip) + Fraction(1, 1 << PREC)
-    yc, yr = _grid(out_c, False), _grid(out_r, True)
+    yc = np.empty((B, N, m), dtype=object)
+    yr = np.empty((B, N, m), dtype=object)
+    aC = np.abs(Cn)
+    for k in range(m):
+        g, be = Fraction(ln.gamma[k]), Fraction(ln.beta[k])
+        # ⌊(β + γ·C·S/2^P)·2^P⌋ = ⌊(β_n·γ_d·mD·2^P + γ_n·β_d·C_n·S) / (β_d·γ_d·mD)⌋
+        yc[..., k] = (be.numerator * g.denominator * mD * P + g.numerator * be.denominator * Cn[..., k] * S) \
+            // (be.denominator * g.denominator * mD)
+        # ⌈|γ|·(|C|·Ld + Ln·mD) / (γ_d·mD·Ld)⌉ + 1   (|γ|·|C|/2^P·2^P, |γ|·lip·2^P, 2^-P·2^P)
+        den = g.denominator * mD * Ld
+        yr[..., k] = -((-abs(g.numerator) * (aC[..., k] * Ld + Ln * mD)) // den) + 1
+    yc, yr = normalize(RArr(yc, P)), normalize(RArr(yr, P))
     # assemble the full residual: target columns replaced
     den = x.den * yc.den // math.gcd(x.den, yc.den)
     num = _obj(x.num) * (den // x.den)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 from fractions import Fraction
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from softhard.bounds.core import n, tau
 from softhard.bounds.propagation import ln_constants
 from softhard.constructions.engine import forward
 from softhard.constructions.errors import ModelFormatError
-from softhard.constructions.exact_balls import exact_engine
+from softhard.constructions.exact import RArr
+from softhard.constructions.exact_balls import PREC, exact_engine, layernorm_ball
 from softhard.constructions.gaps import analyse_gaps
 from softhard.constructions.hard_model import LNSpec
 from softhard.constructions.modelfile import load_model, parse_model
@@ -162,6 +164,77 @@ def test_hard_engines_match_independent_forward(make):
                     assert abs(exact - ref[i][a]) <= mpmath.mpf(r.numerator) / r.denominator + mpmath.mpf(10) ** -50
                 assert r < Fraction(1, 2**80)  # the balls are tight
                 assert abs(flo[i, a] - float(ref[i][a])) < 1e-12  # float engine
+
+
+def _ln_ball_by_fractions(x: RArr, xr, ln: LNSpec):
+    """The module docstring's layer-norm ball, one Fraction per entry: centre
+    ``⌊(β + γ·(x − μ)·s)·2^P⌋/2^P`` with ``s = ⌊2^P/√(v + eps)⌋/2^P``, radius
+    ``⌈(|γ|·(|x − μ|/2^P + lip) + 2^-P)·2^P⌉/2^P``, ``lip = (⌊2^P/σ_lo⌋ + 1)/2^P·R`` (R the row's
+    summed input radius, ``σ_lo² = v/4 + eps`` when ``4R² ≤ m·v``, else eps), and the first row
+    with the least ``max(0, v − R(mv + 1)/m)``; as ``{(b, i, a): (centre, radius)}`` of every
+    coordinate, the variance triple and the branches of σ_lo² taken."""
+    P = 2**PREC
+    B, N, d = x.num.shape
+    m = len(ln.coords)
+    out, best, branches = {}, None, set()
+    for b in range(B):
+        for i in range(N):
+            xs = [Fraction(int(x.num[b, i, c]), x.den) for c in ln.coords]
+            R = Fraction(0) if xr is None else sum(Fraction(int(xr.num[b, i, c]), xr.den) for c in ln.coords)
+            mu = sum(xs) / m
+            v = sum((z - mu) ** 2 for z in xs) / m
+            q = v + ln.eps
+            s = Fraction(math.isqrt(q.denominator * P * P // q.numerator), P)
+            lip, vlow = Fraction(0), v
+            if R:
+                lo2 = v / 4 + ln.eps if 4 * R * R <= m * v else ln.eps
+                branches.add("v/4 + eps" if 4 * R * R <= m * v else "eps")
+                lip = Fraction(math.isqrt(lo2.denominator * P * P // lo2.numerator) + 1, P) * R
+                vlow = max(Fraction(0), v - R * (m * v + 1) / m)
+            if best is None or vlow < best[0]:
+                best = (vlow, b, i)
+            for a in range(d):
+                c = Fraction(int(x.num[b, i, a]), x.den)
+                r = Fraction(0) if xr is None else Fraction(int(xr.num[b, i, a]), xr.den)
+                out[b, i, a] = (c, r)
+            for k, t in enumerate(ln.target):
+                g, be, dev = Fraction(ln.gamma[k]), Fraction(ln.beta[k]), xs[k] - mu
+                cen = be + g * dev * s
+                rad = abs(g) * (abs(dev) / P + lip) + Fraction(1, P)
+                out[b, i, t] = (Fraction(math.floor(cen * P), P), Fraction(math.ceil(rad * P), P))
+    return out, best, branches
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_layernorm_ball_equals_fraction_per_entry(seed):
+    """layernorm_ball (integer numerators over shared denominators) gives exactly the rationals of
+    the Fraction-per-entry evaluation above: pre- and post-norm, negative and zero γ, rows of zero
+    variance, no radius, zero and small radii (σ_lo² = v/4 + eps) and large ones (σ_lo² = eps)."""
+    rng = np.random.default_rng(seed)
+    B, N, d, m = 3, 4, 5, 3
+    x = RArr(rng.integers(-40, 41, size=(B, N, d)).astype(object) * (1 if seed % 2 else 10**30), int(rng.integers(1, 60)))
+    x.num[0, 1, :] = 7  # a row of zero variance
+    if seed % 3 == 0:
+        xr = None
+    else:
+        big = seed % 3 == 2
+        xr = RArr(rng.integers(0, 5, size=(B, N, d)).astype(object) * (10**6 if big else 1),
+                  (2**40 if not big else 3) * int(rng.integers(1, 9)))
+        xr.num[1, 2, :] = 0  # an exact row inside a ball
+    coords = [0, 2, 3]
+    target = coords if seed % 2 else [1, 4, 0]
+    gam = np.array([Fraction(int(rng.integers(-9, 10)), int(rng.integers(1, 7))) for _ in range(m)] , dtype=object)
+    gam[1] = Fraction(0)
+    beta = np.array([Fraction(int(rng.integers(-9, 10)), int(rng.integers(1, 7))) for _ in range(m)], dtype=object)
+    ln = LNSpec(name="ln", coords=coords, target=target, gamma=gam, beta=beta,
+                eps=Fraction(1, int(rng.integers(10, 10**5))), point="after_heads")
+    want, want_best, branches = _ln_ball_by_fractions(x, xr, ln)
+    yc, yr, best = layernorm_ball(x, xr, ln)
+    got = {(b, i, a): (Fraction(int(yc.num[b, i, a]), yc.den), Fraction(int(yr.num[b, i, a]), yr.den))
+           for b in range(B) for i in range(N) for a in range(d)}
+    assert got == want
+    assert best == want_best
+    assert branches >= [set(), {"v/4 + eps"}, {"eps"}][seed % 3] and (xr is not None or not branches)
 
 
 def test_gaps_margins_and_variance_premise():
