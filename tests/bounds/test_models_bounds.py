@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from softhard.bounds import composed
 from softhard.bounds.composed import HeadPremise, composed_bound, hahn_bound
 from softhard.bounds.core import n as n_sym, tau
 from softhard.bounds.derive import evaluate
@@ -180,3 +181,33 @@ def test_hahn_cli(tmp_path, capsys):
     assert rc == 1 and "unbounded positional families" in capsys.readouterr().out
     rc = main(["hahn", "--model", str(p), "--tau", "1", "--change-at", "n+1"])
     assert rc == 2 and "--change-at" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mlp_local_rule_is_the_sum_of_its_terms(seed):
+    """An MLP node's ``local`` rule (composed._local_mlp, summed once per coordinate in exact
+    rationals) is the expression SymPy builds by adding its terms one at a time:
+    ``e_b`` when b carries an error, plus ``up(c_gb)·Σ_a up(r_ga)·e_a`` per unit group g — the same
+    text, on random groups with negative, cancelling and zero-rounded coefficients."""
+    rng = np.random.default_rng(seed)
+    d = 6
+    esym = {a: sp.Symbol(f"e[x{a}]") for a in range(d)}
+    e = [({0: Fraction(1)} if rng.random() < 0.6 else {}) for _ in range(d)]
+
+    def frac():
+        return Fraction(int(rng.integers(-30, 31)), int(rng.integers(1, 12))) * Fraction(10) ** int(rng.integers(-3, 3))
+    groups = []
+    for _ in range(int(rng.integers(1, 6))):
+        r = {int(a): frac() for a in rng.choice(d, size=int(rng.integers(1, d)), replace=False)}
+        coefs = {int(b): frac() for b in rng.choice(d, size=int(rng.integers(1, d)), replace=False)}
+        groups.append((r, coefs))
+    a0, b0 = next(iter(groups[0][0])), next(iter(groups[0][1]))
+    groups[0][1][b0] = Fraction(3, 4)  # a decimal: up() keeps it, so the next group cancels its a0 term
+    groups.append(({a0: groups[0][0][a0]}, {b0: Fraction(-3, 4)}))
+    want: dict = {}
+    for r, coefs in groups:
+        dz = sp.Add(*[up(ra) * esym[a] for a, ra in sorted(r.items())])
+        for b, c in coefs.items():
+            want[b] = want.get(b, esym[b] if e[b] else sp.Integer(0)) + up(c) * dz
+    got = composed._local_mlp(groups, e, esym)
+    assert got == {str(esym[b]): str(v) for b, v in sorted(want.items())}
