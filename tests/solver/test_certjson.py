@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from softhard.constructions.errors import CertificateError
 from softhard.solver import certjson
@@ -63,3 +65,24 @@ def test_assembled_texts_are_the_canonical_ones():
     assert t2.text(cert["claims"][1]) == certjson.canonical(cert["claims"][1])
     with pytest.raises(ValueError):
         certjson.assembled_text([sec, float("nan")], texts)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=-10**40, max_value=10**40)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text(),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(_JSON)
+def test_canonical_is_json_dumps_with_the_canonical_settings(obj):
+    """canonical (one encoder built once, an int's repr) writes what ``json.dumps`` with sorted keys,
+    separators ``,`` ``:``, no ASCII escaping and no NaN/Infinity writes, and refuses what it refuses."""
+    try:
+        want = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except ValueError:
+        with pytest.raises(ValueError):
+            certjson.canonical(obj)
+        return
+    assert certjson.canonical(obj) == want
