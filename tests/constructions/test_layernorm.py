@@ -208,12 +208,17 @@ def _ln_ball_by_fractions(x: RArr, xr, ln: LNSpec):
 @pytest.mark.parametrize("seed", range(6))
 def test_layernorm_ball_equals_fraction_per_entry(seed):
     """layernorm_ball (integer numerators over shared denominators) gives exactly the rationals of
-    the Fraction-per-entry evaluation above: pre- and post-norm, negative and zero γ, rows of zero
-    variance, no radius, zero and small radii (σ_lo² = v/4 + eps) and large ones (σ_lo² = eps)."""
+    the Fraction-per-entry evaluation above: pre- and post-norm, negative and zero γ, int64 numerators
+    (whose squares overflow int64) and Python ints, rows of zero variance, no radius, zero and small
+    radii (σ_lo² = v/4 + eps) and large ones (σ_lo² = eps); where the radii are small the variance
+    lower bound is positive, so its value is compared, not only where a zero lies."""
     rng = np.random.default_rng(seed)
     B, N, d, m = 3, 4, 5, 3
-    x = RArr(rng.integers(-40, 41, size=(B, N, d)).astype(object) * (1 if seed % 2 else 10**30), int(rng.integers(1, 60)))
-    x.num[0, 1, :] = 7  # a row of zero variance
+    if seed % 2:  # int64 numerators, as the exact engine passes them; every row of positive variance
+        x = RArr(rng.integers(-2**40, 2**40, size=(B, N, d)), int(rng.integers(1, 60)) * 2**30)  # squares overflow int64
+    else:  # Python ints beyond int64, and a row of zero variance
+        x = RArr(rng.integers(-40, 41, size=(B, N, d)).astype(object) * 10**30, int(rng.integers(1, 60)))
+        x.num[0, 1, :] = 7
     if seed % 3 == 0:
         xr = None
     else:
@@ -235,6 +240,8 @@ def test_layernorm_ball_equals_fraction_per_entry(seed):
     assert got == want
     assert best == want_best
     assert branches >= [set(), {"v/4 + eps"}, {"eps"}][seed % 3] and (xr is not None or not branches)
+    if seed in (1, 3):  # the variance lower bound itself is compared, not only where a zero lies
+        assert want_best[0] > 0
 
 
 def test_gaps_margins_and_variance_premise():

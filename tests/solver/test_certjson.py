@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from softhard.constructions.errors import CertificateError
@@ -76,6 +76,8 @@ _JSON = st.recursive(
 
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(_JSON)
+@example(-(10**40)).via("a top-level int beyond int64: the repr shortcut")
+@example(True).via("a bool is an int subclass: the encoder's true, not repr's True")
 def test_canonical_is_json_dumps_with_the_canonical_settings(obj):
     """canonical (one encoder built once, an int's repr) writes what ``json.dumps`` with sorted keys,
     separators ``,`` ``:``, no ASCII escaping and no NaN/Infinity writes, and refuses what it refuses."""
