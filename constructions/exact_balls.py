@@ -124,7 +124,8 @@ def layernorm_ball(x: RArr, xr: RArr | None, ln: LNSpec) -> tuple[RArr, RArr, tu
     yr = np.empty((B, N, m), dtype=object)
     aC = np.abs(Cn)
     for k in range(m):
-        g, be = Fraction(ln.gamma[k]), Fraction(ln.beta[k])
+        g, be = (Fraction(int(f.numerator), int(f.denominator))  # Python ints, whatever type γ and β hold
+                 for f in (Fraction(ln.gamma[k]), Fraction(ln.beta[k])))
         # ⌊(β + γ·C·S/2^P)·2^P⌋ = ⌊(β_n·γ_d·mD·2^P + γ_n·β_d·C_n·S) / (β_d·γ_d·mD)⌋
         yc[..., k] = (be.numerator * g.denominator * mD * P + g.numerator * be.denominator * Cn[..., k] * S) \
             // (be.denominator * g.denominator * mD)
