@@ -44,8 +44,9 @@ def fast(cert: dict, *, rerun: bool = True) -> replay.VerifyReport:
         replay._ARTEFACTS.clear()
     # an edit the inputs cannot be read from has no memo key (the live path reports it)
     with contextlib.suppress(KeyError, TypeError, AttributeError):
-        replay._REPLAYS.pop(canonical([cert["kind"], KINDS[cert["kind"]].inputs(cert),
-                                       replay.replay_timeout(cert, None)]), None)
+        kind = KINDS[cert["kind"]]
+        replay._REPLAYS.pop((kind.replay, canonical([cert["kind"], kind.inputs(cert),
+                                                     replay.replay_timeout(cert, None)])), None)
     return verify_certificate(cert)
 
 

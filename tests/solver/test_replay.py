@@ -402,3 +402,29 @@ def test_the_measured_memo_is_per_check_function(cert):
         replay.clear_replay_cache()
     assert ("numeric", "strict check: always fails") in cold.problems and not cold.ok
     assert warm.problems == cold.problems and not warm.ok
+
+
+def test_the_replay_memo_is_per_replay_function(cert):
+    """A Kind of the same name with another ``replay`` runs its own replay, not the memoised one of
+    the registered kind (the replay memo was keyed by the kind's name): a replay that re-derives a
+    different status fails the certificate with the memo warm, as it does from an empty memo."""
+    kind = certificate_module.FORMULA
+    calls = []
+
+    def skewed(c, t):
+        calls.append(t)
+        fresh, ctx = kind.replay(c, t)
+        return dict(fresh, status="refuted"), ctx
+    other = {"formula": Kind(kind.name, kind.inputs, skewed, kind.check_measured)}
+    store.set_disk_cache(False)
+    try:
+        replay.clear_replay_cache()
+        assert replay.verify(cert, {"formula": kind}).ok
+        warm = replay.verify(cert, other)
+        replay.clear_replay_cache()
+        cold = replay.verify(cert, other)
+    finally:
+        store.set_disk_cache(None)
+        replay.clear_replay_cache()
+    assert len(calls) == 2 and not cold.ok and any(f == "status" for f, _ in cold.problems)
+    assert warm.problems == cold.problems and not warm.ok

@@ -46,8 +46,8 @@ def cache_dir(tmp_path_factory):
         yield d
 
 
-def _memo_key(cert: dict) -> bytes:
-    return canonical(["formula", formula_inputs(cert), replay.replay_timeout(cert, None)])
+def _memo_key(cert: dict) -> tuple:
+    return (KINDS["formula"].replay, canonical(["formula", formula_inputs(cert), replay.replay_timeout(cert, None)]))
 
 
 def _cert(name: str, regime: str, **kw) -> dict:
