@@ -381,6 +381,21 @@ def test_the_measured_checks_memo_gives_the_live_report(cert, monkeypatch):
     replay.clear_replay_cache()
 
 
+def _warm_then_cold(cert, kind, other):
+    """verify of ``cert`` with the kinds ``other`` right after a verify with the registered
+    ``kind`` (the memos warm), then from empty memos; the disk cache off."""
+    store.set_disk_cache(False)
+    try:
+        replay.clear_replay_cache()
+        assert replay.verify(cert, {"formula": kind}).ok
+        warm = replay.verify(cert, other)
+        replay.clear_replay_cache()
+        return warm, replay.verify(cert, other)
+    finally:
+        store.set_disk_cache(None)
+        replay.clear_replay_cache()
+
+
 def test_the_measured_memo_is_per_check_function(cert):
     """A Kind of the same name with another ``check_measured`` gets its own checks' outcome, not
     the memoised one of the registered kind (review13 F3): a check that always adds a problem
@@ -390,16 +405,7 @@ def test_the_measured_memo_is_per_check_function(cert):
     def strict(c, ctx, rep):  # noqa: ARG001 — check_measured's signature
         rep.add("numeric", "strict check: always fails")
     other = {"formula": Kind(kind.name, kind.inputs, kind.replay, strict)}
-    store.set_disk_cache(False)
-    try:
-        replay.clear_replay_cache()
-        assert replay.verify(cert, {"formula": kind}).ok
-        warm = replay.verify(cert, other)
-        replay.clear_replay_cache()
-        cold = replay.verify(cert, other)
-    finally:
-        store.set_disk_cache(None)
-        replay.clear_replay_cache()
+    warm, cold = _warm_then_cold(cert, kind, other)
     assert ("numeric", "strict check: always fails") in cold.problems and not cold.ok
     assert warm.problems == cold.problems and not warm.ok
 
@@ -416,15 +422,6 @@ def test_the_replay_memo_is_per_replay_function(cert):
         fresh, ctx = kind.replay(c, t)
         return dict(fresh, status="refuted"), ctx
     other = {"formula": Kind(kind.name, kind.inputs, skewed, kind.check_measured)}
-    store.set_disk_cache(False)
-    try:
-        replay.clear_replay_cache()
-        assert replay.verify(cert, {"formula": kind}).ok
-        warm = replay.verify(cert, other)
-        replay.clear_replay_cache()
-        cold = replay.verify(cert, other)
-    finally:
-        store.set_disk_cache(None)
-        replay.clear_replay_cache()
+    warm, cold = _warm_then_cold(cert, kind, other)
     assert len(calls) == 2 and not cold.ok and any(f == "status" for f, _ in cold.problems)
     assert warm.problems == cold.problems and not warm.ok
