@@ -132,8 +132,8 @@ def _local_mlp(groups, e: list[LinForm], esym: dict) -> dict[str, str]:
     """The MLP's rule per changed coordinate, in the parent's per-coordinate errors ``e_<label>``:
     ``e_b`` (when it carries an error) ``+ Σ_g up(c_gb)·Σ_a up(r_ga)·e_a``, the same exact rationals
     as summing the SymPy terms one by one (a Rational times an Add distributes, like terms
-    combine), each coordinate's sum built once (the one-by-one sums were quadratic in the terms:
-    3.1 s of a 4-coordinate model's certify, ISSUE 16; tests/bounds/test_models_bounds.py)."""
+    combine), each coordinate's sum built once (the one-by-one sums were quadratic in the terms;
+    ISSUE 16: 3.06 → 0.81 s CPU over 79 calls, benchmarks/README.md; tests/bounds/test_models_bounds.py)."""
     rules: dict[int, dict[int, Fraction]] = {}
     for r, coefs in groups:
         dz = [(a, Fraction(int(q.p), int(q.q))) for a, ra in sorted(r.items()) if (q := up(ra)) != 0]
