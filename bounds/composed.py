@@ -67,6 +67,7 @@ import networkx as nx
 import sympy as sp
 
 from ..constructions.hard_model import CanonHead, HardModel
+from ..constructions.parameters import to_fraction
 from .core import n, tau
 from .intervals import activation_boxes, down, interval_matmul, up
 from .propagation import LinForm, lin_add, lin_expr, ln_step, max_expr, mlp_step, spread, written_error
@@ -136,13 +137,12 @@ def _local_mlp(groups, e: list[LinForm], esym: dict) -> dict[str, str]:
     ISSUE 16: 3.06 → 0.81 s CPU over 79 calls, benchmarks/README.md; tests/bounds/test_models_bounds.py)."""
     rules: dict[int, dict[int, Fraction]] = {}
     for r, coefs in groups:
-        dz = [(a, Fraction(int(q.p), int(q.q))) for a, ra in sorted(r.items()) if (q := up(ra)) != 0]
+        dz = [(a, q) for a, ra in sorted(r.items()) if (q := to_fraction(up(ra))) != 0]
         for b, c in coefs.items():
             rule = rules.get(b)
             if rule is None:
                 rule = rules[b] = {b: Fraction(1)} if e[b] else {}
-            k = up(c)
-            k = Fraction(int(k.p), int(k.q))
+            k = to_fraction(up(c))
             for a, ra in dz:
                 rule[a] = rule.get(a, Fraction(0)) + k * ra
     return {str(esym[b]): str(sp.Add(*[sp.Rational(v.numerator, v.denominator) * esym[a]
