@@ -21,7 +21,7 @@ from softhard.constructions.compile import assign_attention, compile_formula
 from softhard.constructions.engine import forward, forward_pass, reuse_memory
 from softhard.constructions.parse import parse_formula
 from softhard.constructions.residual import _discrete_levels, nonzero_rows, sparsity
-from softhard.constructions.simulate import adversarial_words, edge_words, periodic_words
+from softhard.constructions.simulate import SEARCH_BATCH_POSITIONS, adversarial_words, edge_words, periodic_words
 from softhard.constructions.softmax import exp_flush
 from softhard.constructions.structured_attention import _group_tails, _to_blocks, affine_scan, scan_tails
 from softhard.constructions.weights import build_transformer
@@ -99,9 +99,13 @@ def test_heads_only_gives_the_full_passes_head_traces():
 
 @pytest.mark.parametrize("n", [10, 100, 1000])
 def test_adversarial_words_match_the_full_trace_search(n):
+    """The search (in batches of SEARCH_BATCH_POSITIONS positions; at n = 1000 its 66 candidates
+    take two) picks the words one full forward pass over all candidates picks."""
     model = _model()
     want, outs = _search_reference(model, n, INV_TAU)
     assert outs  # the formula has an average-hard head: the ":output" criterion is exercised
+    cands = len(dict.fromkeys(periodic_words(model.alphabet, n, 3) + edge_words(model.alphabet, n)))
+    assert (cands * (n + 1) > SEARCH_BATCH_POSITIONS) == (n == 1000)  # n = 1000: more than one batch
     assert adversarial_words(model, n, INV_TAU) == want
 
 
