@@ -187,9 +187,10 @@ def leak_rounding_allowance(score_scale: float, key_dim: int, inv_tau: float, N:
 #: default budget of positions (words × (n+1)) per batch in :func:`observe`: keeps the residual
 #: stream and the per-head traces of one batch to a few hundred MiB for ~20 coordinates
 BATCH_POSITIONS = 1 << 20
-#: positions per batch of the adversarial search (:func:`adversarial_words`): at n = 10^4 on tomita4
-#: its 70 candidates in one batch of 7·10^5 positions faulted in 60k pages (0.18 s of system CPU,
-#: 321 MB peak); in batches of 2^16 positions, 9k pages (0.03 s) and 152 MB (ISSUE 16, stop 35)
+#: positions per batch of the adversarial search (:func:`adversarial_words`): on tomita4 (regime T)
+#: its 66 candidates at n = 10^4 in one batch of 660,066 positions faulted in 60k pages (0.18 s of
+#: system CPU, 321 MB peak); in batches of 2^16 positions, 9k pages (0.03 s) and 152 MB
+#: (benchmarks/README.md, "ISSUE 16, stop 35")
 SEARCH_BATCH_POSITIONS = 1 << 16
 
 
@@ -322,12 +323,15 @@ def adversarial_words(model: Transformer, n: int, inv_tau: float, *, max_period:
     that attains their output bound), and per such head the word with the largest output error
     ``|soft − hard|`` is added as ``"<head>:output"``.
 
-    The candidates run in batches of :data:`SEARCH_BATCH_POSITIONS` positions, in a fixed order, so
-    the result is a function of the arguments.  A word's leak can depend on its batch: the
-    structured path decides per batch, and where the stream's keys are not Boolean (a too-warm
-    1/τ, upstream leaks above η) the argmax set of a later head can change with rounding-level
-    differences (6.8e-14 in its input moved tomita2's leak by 0.67 while its output moved by 4.6e-14).
-    At a certified 1/τ the words chosen are those of one batch of all candidates.
+    The candidates run in batches of :data:`SEARCH_BATCH_POSITIONS` positions, in a fixed order,
+    and per criterion the first candidate with the largest value wins, so the result depends only
+    on the arguments and that constant.  A word's leak can depend on its batch: the structured path
+    decides per batch, and where the stream's keys are not Boolean (a too-warm 1/τ, upstream leaks
+    above η) the argmax set of a later head can change with rounding-level differences (6.8e-14 in
+    its input moved tomita2's leak by 0.67 while its output moved by 4.6e-14).  At the certified
+    1/τ of every example formula (n_max 10^4 and 10^6, every regime it builds in, n ≤ 10^4) the words
+    chosen were those of one batch of all candidates, every criterion bit-identical (measured, not
+    proved: benchmarks/README.md, "ISSUE 16, stop 35").
     """
     cands = periodic_words(model.alphabet, n, max_period)
     g = model.meta.get("graph") if isinstance(model.meta, dict) else None

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from softhard.constructions import engine
+from softhard.constructions import engine, simulate
 from softhard.constructions.compile import assign_attention, compile_formula
 from softhard.constructions.engine import forward, forward_pass, reuse_memory
 from softhard.constructions.parse import parse_formula
@@ -107,6 +107,54 @@ def test_adversarial_words_match_the_full_trace_search(n):
     cands = len(dict.fromkeys(periodic_words(model.alphabet, n, 3) + edge_words(model.alphabet, n)))
     assert (cands * (n + 1) > SEARCH_BATCH_POSITIONS) == (n == 1000)  # n = 1000: more than one batch
     assert adversarial_words(model, n, INV_TAU) == want
+
+
+def test_adversarial_search_across_batches_picks_the_first_largest(monkeypatch):
+    """The search's bookkeeping across its batches (offsets, the first of equal values, no batch
+    lost): with a stand-in forward pass whose per-word criteria are fixed functions of the word's
+    tokens (with ties, and maxima outside the first batch), the search in batches of 3 words picks,
+    per criterion, the first candidate with the largest value over all candidates (one np.argmax
+    here), and runs ceil(candidates / 3) passes."""
+    model = _model()
+    n = 12
+    outs = sorted(v for v, a in model.meta["graph"].nodes(data=True) if a.get("attention") == "average")
+    assert outs
+    names = outs + ["plain"]
+    cands = list(dict.fromkeys(periodic_words(model.alphabet, n, 3) + edge_words(model.alphabet, n)))
+    weights = np.arange(1, n + 1)  # model.encode: (B, n) tokens, no BOS
+
+    def leak_value(tok):  # (B, n) tokens -> (B,) in {0, 1/17, ..., 16/17}
+        return ((tok * weights).sum(axis=1) % 17) / 17.0
+
+    def output_value(tok):
+        return ((tok * weights[::-1]).sum(axis=1) % 13) / 13.0
+
+    passes = []
+
+    def stand_in(m, tok, *, reduce, **kw):
+        passes.append(len(tok))
+        B = len(tok)
+        heads = {}
+        for name in names:
+            leak = np.zeros((B, n + 1))
+            leak[:, 1:] = leak_value(tok)[:, None]
+            soft, hard = np.zeros((B, n + 1, 1)), np.zeros((B, n + 1, 1))
+            soft[:, 1:, 0] = output_value(tok)[:, None]
+            heads[name] = reduce(name, type("HeadTrace", (), {"leak": leak, "soft": soft, "hard": hard})())
+        return type("Trace", (), {"heads": heads})(), None, None
+
+    monkeypatch.setattr(simulate, "forward_pass", stand_in)
+    monkeypatch.setattr(simulate, "SEARCH_BATCH_POSITIONS", 3 * (n + 1))
+    got = adversarial_words(model, n, 1.0)
+    tok = model.encode(cands)
+    first_max = {"leak": int(np.argmax(leak_value(tok))), "output": int(np.argmax(output_value(tok)))}
+    want = {name: cands[first_max["leak"]] for name in names}
+    want.update({name + ":output": cands[first_max["output"]] for name in outs})
+    assert got == want
+    assert passes == [3] * (len(cands) // 3) + ([len(cands) % 3] if len(cands) % 3 else [])
+    assert min(first_max.values()) >= 3 and len(set(first_max.values())) == 2  # outside the first batch
+    for v in (leak_value(tok), output_value(tok)):  # and tied, in later batches too: the first must win
+        assert np.flatnonzero(v == v.max())[-1] // 3 > np.argmax(v) // 3
 
 
 def test_discrete_levels_count_is_np_unique_count():
