@@ -12,6 +12,7 @@ medians over ``--repeat`` sweeps.
 
     python benchmarks/sweep.py                                    # tomita4, regime T, 4 lengths x 2 etas
     python benchmarks/sweep.py --file examples/dyck1_depth2.ltl --repeat 3 --json out.json
+    python benchmarks/sweep.py --no-numeric        # the proof alone (certify --no-numeric on both sides)
 
 The baseline is the venv and checkout ``benchmarks/speed.py`` builds under its ``--cache`` folder
 (run ``speed.py`` once first) or any given with ``--base-python``/``--base-dir``.  Bounded:
@@ -76,12 +77,14 @@ def main() -> int:
     ap.add_argument("--base-python", default=str(BENCH / f"venv-{DEFAULT_REV}" / "bin" / "python"))
     ap.add_argument("--base-dir", type=Path, default=BENCH / f"checkout-{DEFAULT_REV}")
     ap.add_argument("--json", type=Path, help="write every measurement here")
+    ap.add_argument("--no-numeric", action="store_true",
+                    help="certify without the numeric confirmation on both sides (the proof alone)")
     a = ap.parse_args()
     if not Path(a.base_python).exists() or not a.base_dir.is_dir():
         ap.error(f"no baseline at {a.base_python} / {a.base_dir}: run benchmarks/speed.py once, or give "
                  "--base-python and --base-dir")
-    jobs = [[ "certify", a.file, "--regime", a.regime, "--find-tau", "--n-max", n, "--eta", e]
-            for e in a.eta for n in a.n_max]
+    jobs = [["certify", a.file, "--regime", a.regime, "--find-tau", "--n-max", n, "--eta", e]
+            + (["--no-numeric"] if a.no_numeric else []) for e in a.eta for n in a.n_max]
     sides = {"base": (a.base_python, a.base_dir), "new": (sys.executable, ROOT)}
     caches = {s: Path(tempfile.mkdtemp(prefix=f"sweep-{s}-")) for s in sides}
     runs: dict[str, list[dict]] = {"base": [], "new": []}
