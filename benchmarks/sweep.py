@@ -1,9 +1,9 @@
 """A parameter sweep in one process, against a baseline revision (ISSUE 16: "a bound checker is used
 in loops — sweeps over formulas, parameters and lengths").
 
-Each side runs, in one Python process, ``softhard certify FILE --regime R --find-tau --n-max N --eta E``
-for every ``N`` in ``--n-max`` and ``E`` in ``--eta`` through the command line's ``main(argv)`` — every
-job a new one, so no certify artefact can serve it (the new side also runs with
+Each side runs, in one Python process, ``softhard certify FILE --regime R --find-tau --n-max N --eta E
+[--no-numeric]`` for every ``N`` in ``--n-max`` and ``E`` in ``--eta`` through the command line's
+``main(argv)`` — every job a new one, so no certify artefact can serve it (the new side also runs with
 ``SOFTHARD_CERTIFY_ARTEFACTS=0`` so that a repeat of the sweep does not hit the previous repeat's
 artefacts); the derivation cache (a per-construction-shape cache) is warmed by one unmeasured sweep
 per side.  Measured per job: CPU seconds of the process and its children (Z3), from
@@ -101,7 +101,8 @@ def main() -> int:
         later = statistics.median(t for x in rs for t in x["times"][1:])
         total = statistics.median(sum(x["times"]) for x in rs)
         summary[side] = {"first_job_with_imports_s": first, "later_job_median_s": later, "sweep_total_s": total}
-    print(f"{len(jobs)} jobs ({a.file}, regime {a.regime}, n_max {a.n_max}, eta {a.eta}), "
+    print(f"{len(jobs)} jobs ({a.file}, regime {a.regime}, n_max {a.n_max}, eta {a.eta}"
+          f"{', --no-numeric' if a.no_numeric else ''}), "
           f"medians of {a.repeat} sweeps, CPU s")
     for key in ("first_job_with_imports_s", "later_job_median_s", "sweep_total_s"):
         b, n = summary["base"][key], summary["new"][key]
